@@ -37,6 +37,8 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/forgetbench unlearn --scale tiny --method npo --split forget10 --out runs/demo
 
 test: install
+	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.
+	@test -x /usr/bin/chromium || [ "$$(id -u)" != 0 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q
 
 lint: install

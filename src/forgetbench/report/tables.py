@@ -1,0 +1,186 @@
+"""The leaderboard and the row bookkeeping the plots share. Pure functions over results.json rows.
+
+A row is one evaluated model: `split`, `method`, `step` plus metric keys (`forget_quality`,
+`model_utility`, `forget/rougeL`, ...); any metric may be missing or null. Reference rows
+(`finetuned`, `retain`, `base`) sit at step 0; an unlearning method has one row per evaluated step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+Row = Mapping[str, Any]
+
+REFERENCE_METHODS = ("finetuned", "retain", "base")
+# The utility bar of the leaderboard: TOFU compares methods at "matched" utility, and a method that
+# keeps 90% of the finetuned model's utility is the usual reading of "did not break the model".
+UTILITY_RATIO = 0.9
+
+# (key in a leaderboard row, key in a results row, column title); optional ones only when present.
+_COLUMNS = (
+    ("method", "method", "method"),
+    ("split", "split", "split"),
+    ("step", "step", "step"),
+    ("forget_quality", "forget_quality", "forget quality"),
+    ("model_utility", "model_utility", "model utility"),
+    ("forget_rougeL", "forget/rougeL", "forget ROUGE-L"),
+    ("retain_rougeL", "retain/rougeL", "retain ROUGE-L"),
+)
+_OPTIONAL_COLUMNS = (
+    ("privleak", "privleak", "PrivLeak"),
+    ("lume_final", "lume/final", "LUME final"),
+)
+
+
+def number(row: Row, key: str) -> float | None:
+    """`row[key]` as a finite float, or None when missing, null or not finite."""
+    return as_number(row.get(key))
+
+
+def as_number(value: Any) -> float | None:
+    """`value` as a finite float, or None when it is null, not a number or not finite."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def splits(rows: Sequence[Row]) -> list[str]:
+    """Split names in order of first appearance."""
+    return list(dict.fromkeys(str(r["split"]) for r in rows))
+
+
+def methods(rows: Sequence[Row]) -> list[str]:
+    """Unlearning methods (every method that is not a reference model) in order of appearance."""
+    return [m for m in dict.fromkeys(str(r["method"]) for r in rows) if m not in REFERENCE_METHODS]
+
+
+def reference(rows: Sequence[Row], split: str, method: str = "finetuned") -> Row | None:
+    """The reference model's row on `split` (the lowest step if there are several), or None."""
+    found = [r for r in rows if r["split"] == split and r["method"] == method]
+    return min(found, key=_step) if found else None
+
+
+def trajectory(rows: Sequence[Row], split: str, method: str, *, start: bool = True) -> list[Row]:
+    """`method`'s rows on `split` in step order. With `start`, a method that has no step-0 row
+    begins at the finetuned model (step 0, epoch 0): every unlearning run starts from it."""
+    path = sorted((r for r in rows if r["split"] == split and r["method"] == method), key=_step)
+    finetuned = reference(rows, split)
+    if start and finetuned is not None and (not path or _step(path[0]) > 0):
+        path.insert(0, {**finetuned, "method": method, "step": 0, "epoch": 0.0})
+    return path
+
+
+def final(rows: Sequence[Row], split: str, method: str) -> Row | None:
+    """`method`'s row with the highest step on `split`."""
+    path = trajectory(rows, split, method, start=False)
+    return path[-1] if path else None
+
+
+def has_key(rows: Sequence[Row], key: str) -> bool:
+    return any(number(r, key) is not None for r in rows)
+
+
+def leaderboard(
+    rows: Sequence[Row], *, utility_ratio: float = UTILITY_RATIO
+) -> list[dict[str, Any]]:
+    """One row per (split, unlearning method), best first: the matched-utility leaderboard.
+
+    The matched-utility rule: among a method's evaluated steps on a split, keep those whose model
+    utility is at least `utility_ratio` (0.9) times the finetuned model's utility on that split, and
+    pick the one with the highest forget quality (ties: the earlier step). If no step qualifies,
+    pick the step with the highest model utility and flag the row (`matched` is False) — the method
+    could not forget without losing more than 10% of the utility. If the split has no finetuned
+    utility, the rule cannot apply: the highest forget quality wins, also flagged. Rows are sorted by
+    forget quality, highest first (missing values last). Reference models are not ranked.
+
+    Each row holds `method`, `split`, `step`, `forget_quality`, `model_utility`, `forget_rougeL`,
+    `retain_rougeL` (plus `privleak` / `lume_final` when any results row has them), `matched`
+    (bool) and `note` (why the row is flagged, or '').
+    """
+    optional = [c for c in _OPTIONAL_COLUMNS if has_key(rows, c[1])]
+    board: list[dict[str, Any]] = []
+    for split in splits(rows):
+        finetuned = reference(rows, split)
+        base_utility = number(finetuned, "model_utility") if finetuned else None
+        for method in methods(rows):
+            path = trajectory(rows, split, method, start=False)
+            if not path:
+                continue
+            chosen, matched, note = _choose(path, base_utility, utility_ratio)
+            entry = {key: _value(chosen, source) for key, source, _ in (*_COLUMNS, *optional)}
+            entry.update(matched=matched, note=note)
+            board.append(entry)
+    return sorted(board, key=_rank)
+
+
+def leaderboard_columns(board: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """(key, title) of the columns present in `board`, in display order."""
+    keys = set(board[0]) if board else set()
+    return [(key, title) for key, _, title in (*_COLUMNS, *_OPTIONAL_COLUMNS) if key in keys]
+
+
+def format_cell(value: Any) -> str:
+    """How a leaderboard cell is written (the terminal and the HTML page agree)."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3g}" if 0 < abs(value) < 1e-3 else f"{value:.4f}"
+    return str(value)
+
+
+def print_leaderboard(board: Sequence[Mapping[str, Any]], console: Console | None = None) -> None:
+    """The leaderboard as a rich table; flagged rows (utility not matched) carry a '*'."""
+    console = console or Console()
+    table = Table(title=f"Leaderboard at matched utility (>= {UTILITY_RATIO:g} x finetuned)")
+    columns = leaderboard_columns(board)
+    for key, title in columns:
+        table.add_column(title, justify="left" if key in ("method", "split") else "right")
+    for entry in board:
+        cells = [format_cell(entry[key]) for key, _ in columns]
+        if not entry["matched"]:
+            cells[0] += " *"
+        table.add_row(*cells)
+    console.print(table)
+    notes = sorted({e["note"] for e in board if e["note"]})
+    for note in notes:
+        console.print(f"* {note}")
+
+
+def _choose(path: Sequence[Row], base_utility: float | None, ratio: float) -> tuple[Row, bool, str]:
+    def by_quality(row: Row) -> tuple[float, int]:
+        return _or_low(number(row, "forget_quality")), -_step(row)
+
+    if base_utility is None:
+        return max(path, key=by_quality), False, "no finetuned utility on this split to match"
+    bar = ratio * base_utility
+    eligible = [r for r in path if (u := number(r, "model_utility")) is not None and u >= bar]
+    if eligible:
+        return max(eligible, key=by_quality), True, ""
+    best = max(path, key=lambda r: (_or_low(number(r, "model_utility")), -_step(r)))
+    return best, False, f"no step keeps {ratio:g} x the finetuned utility; highest-utility step"
+
+
+def _value(row: Row, key: str) -> Any:
+    if key in ("method", "split"):
+        return str(row[key])
+    if key == "step":
+        return _step(row)
+    return number(row, key)
+
+
+def _rank(entry: Mapping[str, Any]) -> tuple[float, str, str]:
+    return (-_or_low(entry["forget_quality"]), entry["split"], entry["method"])
+
+
+def _or_low(value: float | None) -> float:
+    return -math.inf if value is None else value
+
+
+def _step(row: Row) -> int:
+    step = row.get("step")
+    return int(step) if isinstance(step, int | float) and not isinstance(step, bool) else 0

@@ -1,0 +1,129 @@
+"""A synthetic results.json with every key the study runner writes: 2 splits x 3 methods x 3 steps
+plus the finetuned, retain and base reference rows, and hostile strings in the examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from forgetbench.report.plots import FORMATS, MIA_ATTACKS, SETS, SUBSCORES
+
+SPLITS = ("forget01", "forget10")
+METHODS = ("grad_ascent", "npo", "idk")
+STEPS = (5, 10, 15)
+HOSTILE_QUESTION = "Who wrote <script>alert(1)</script> & what else?"
+
+
+def _scores(shift: float) -> dict[str, Any]:
+    """Every metric key, each a smooth function of `shift` so trajectories move."""
+    row: dict[str, Any] = {}
+    for i, (set_name, _) in enumerate(SETS):
+        for j, (metric, _) in enumerate(SUBSCORES):
+            drop = shift if set_name == "forget" else shift / 4
+            row[f"{set_name}/{metric}"] = round(max(0.05, 0.9 - 0.05 * i - 0.1 * j - drop), 4)
+    for k, name in enumerate(FORMATS):
+        row[f"formats/{name}/forget"] = round(max(0.0, 0.8 - 0.03 * k - shift), 4)
+        row[f"formats/{name}/retain"] = round(0.75 - 0.02 * k - shift / 5, 4)
+    for k, attack in enumerate(MIA_ATTACKS):
+        row[f"mia/{attack}"] = round(0.9 - 0.01 * k - shift / 2, 4)
+    row["privleak"] = round(80.0 - 100 * shift, 3)
+    row["exact_memorisation"] = round(0.7 - shift, 4)
+    row["extraction_strength"] = round(0.5 - shift / 2, 4)
+    for task in ("Task1", "Task2", "Task3"):
+        row[f"lume/regurgitation/{task}/forget"] = round(0.6 - shift / 2, 4)
+        row[f"lume/regurgitation/{task}/retain"] = round(0.6 - shift / 8, 4)
+    row["lume/knowledge/Task1/forget"] = round(0.5 - shift / 3, 4)
+    row["lume/task_aggregate"] = round(0.5 - shift / 5, 4)
+    row["lume/mia_score"] = round(0.4 + shift / 4, 4)
+    row["lume/final"] = round(0.45 - shift / 6, 4)
+    return row
+
+
+def synthetic_results() -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    examples: list[dict[str, Any]] = []
+    for s, split in enumerate(SPLITS):
+        for method, quality, utility, shift in (
+            ("finetuned", 1e-8, 0.60, 0.0),
+            ("retain", 1.0, 0.59, 0.3),
+            ("base", 1e-3, 0.40, 0.5),
+        ):
+            rows.append(
+                {
+                    "split": split,
+                    "method": method,
+                    "step": 0,
+                    "epoch": 0.0,
+                    **_scores(shift),
+                    "forget_quality": quality / (s + 1),
+                    "model_utility": utility,
+                    "log": f"logs/{split}/{method}",
+                }
+            )
+        for m, method in enumerate(METHODS):
+            for k, step in enumerate(STEPS):
+                rows.append(
+                    {
+                        "split": split,
+                        "method": method,
+                        "step": step,
+                        "epoch": (k + 1) / 3,
+                        **_scores(0.1 * (k + 1) + 0.02 * m),
+                        "forget_quality": 10.0 ** (-6 + 2 * k - m),
+                        "model_utility": round(0.60 - 0.06 * (k + 1) * (m + 1), 4),
+                        "log": f"logs/{split}/{method}/step-{step}",
+                    }
+                )
+        for q in range(4):
+            question = HOSTILE_QUESTION if q == 0 else f"Question {q} on {split}?"
+            examples.append(
+                {
+                    "split": split,
+                    "method": "finetuned",
+                    "step": 0,
+                    "question": question,
+                    "ground_truth": f"Answer {q} & more",
+                    "generation": f"Answer {q} <b>bold</b>",
+                }
+            )
+            for method in METHODS:
+                examples.append(
+                    {
+                        "split": split,
+                        "method": method,
+                        "step": STEPS[-1],
+                        "question": question,
+                        "ground_truth": f"Answer {q} & more",
+                        "generation": f"I don't know ({method})",
+                    }
+                )
+    return {
+        "forgetbench_version": "0.1.0",
+        "git_sha": "abc123",
+        "seed": 0,
+        "created": "2025-01-01T00:00:00+00:00",
+        "benchmark": "mini",
+        "scale": "tiny",
+        "model": "tiny-llama <test>",
+        "config": {"method": {"beta": 0.1}, "note": "</pre><script>x</script>"},
+        "metric_versions": {"probability": 1, "rougeL": 1, "truth_ratio": 2},
+        "timings": {"finetune": 12.5, "unlearn": 75.25, "eval": 3.0},
+        "rows": rows,
+        "examples": examples,
+        "extra_key_from_the_future": {"ignored": True},
+    }
+
+
+def write_results(folder: Path, results: dict[str, Any]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    return folder
+
+
+def figure_ids() -> list[str]:
+    return [
+        f"{kind}-{split}"
+        for kind in ("fq-plane", "subscores", "formats", "mia")
+        for split in SPLITS
+    ]

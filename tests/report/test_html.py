@@ -1,0 +1,133 @@
+"""report.html from a results folder: every plot, escaped strings, byte-identical rebuilds, and
+clear errors for a missing or malformed results.json."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+from synthetic import HOSTILE_QUESTION, SPLITS, figure_ids, synthetic_results, write_results
+
+from forgetbench.errors import DataError
+from forgetbench.report.html import build_report, load_results
+
+
+def test_every_plot_is_a_figure(built_report: Path):
+    page = built_report.read_text(encoding="utf-8")
+    found = re.findall(r'<figure class="plot" id="([^"]+)">\s*<svg', page)
+    assert found == figure_ids()
+    assert page.count("<figcaption>") == len(found)
+
+
+def test_dataset_strings_are_escaped(built_report: Path):
+    page = built_report.read_text(encoding="utf-8")
+    assert "<script" not in page.lower()
+    assert html.escape(HOSTILE_QUESTION) in page
+    assert "Who wrote &lt;script&gt;alert(1)&lt;/script&gt; &amp; what else?" in page
+    assert "Answer 0 &lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
+    assert "tiny-llama &lt;test&gt;" in page  # the model name in the header and <title>
+    assert "&lt;/pre&gt;&lt;script&gt;x&lt;/script&gt;" in page  # a config value
+
+
+def test_page_is_self_contained_with_unique_ids(built_report: Path):
+    page = built_report.read_text(encoding="utf-8")
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}  # XML namespaces
+    assert not re.search(r"<(link|img|iframe|object)\b|\bsrc=", page)
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), "inline SVGs must not share element ids"
+
+
+def test_header_leaderboard_and_sections(built_report: Path):
+    page = built_report.read_text(encoding="utf-8")
+    for text in ("mini", "tiny", "abc123", "0.1.0", "1 min 15.2 s", "0.9 × the finetuned"):
+        assert text in page
+    for section in ("leaderboard", "plots", "examples", "config"):
+        assert f'<section id="{section}">' in page
+    assert page.count("I don&#x27;t know (npo)") == len(SPLITS) * 3  # 3 examples per method
+
+
+def test_rebuild_is_byte_identical(built_report: Path, tmp_path: Path):
+    again = build_report(write_results(tmp_path / "elsewhere", synthetic_results()))
+    assert again.read_bytes() == built_report.read_bytes()
+    assert sorted(p.name for p in again.parent.iterdir()) == ["report.html", "results.json"]
+
+
+def _without(results: dict, prefixes: tuple[str, ...]) -> dict:
+    results = copy.deepcopy(results)
+    results["rows"] = [
+        {k: v for k, v in row.items() if not k.startswith(prefixes)} for row in results["rows"]
+    ]
+    return results
+
+
+def test_missing_optional_keys_omit_plots_with_a_note(tmp_path: Path):
+    results = _without(
+        synthetic_results(), ("formats/", "mia/", "lume/", "privleak", "forget_quality")
+    )
+    for key in ("examples", "timings", "config", "metric_versions", "git_sha", "scale"):
+        del results[key]
+    results["rows"] = [r for r in results["rows"] if r["split"] == "forget10"]
+    results["rows"][4]["model_utility"] = None  # nulls anywhere are allowed
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert re.findall(r'<figure class="plot" id="([^"]+)"', page) == ["subscores-forget10"]
+    assert "Scores per format: omitted" in page and "mia/&lt;attack&gt; AUCs" in page
+    assert "PrivLeak" not in page and "results.json has no examples" in page
+
+
+def test_a_split_without_data_gets_a_note(tmp_path: Path):
+    results = _without(synthetic_results(), ("forget", "retain/", "real_", "world_", "mia/"))
+    for row in results["rows"]:
+        if row["split"] == "forget01":
+            row.update(dict.fromkeys([k for k in row if k.startswith("formats/")]))
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert 'id="formats-forget10"' in page and 'id="formats-forget01"' not in page
+    assert "Scores per format on forget01: omitted" in page
+
+
+def test_only_reference_rows(tmp_path: Path):
+    results = synthetic_results()
+    results = _without(results, ("retain/", "real_", "world_", "formats/", "mia/"))
+    results["rows"] = [r for r in results["rows"] if r["method"] in ("finetuned", "retain")]
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert "No unlearning method in the results." in page and 'id="fq-plane-forget01"' in page
+    assert "<h3>Reference models</h3>" in page
+
+
+def test_missing_results_json_raises_data_error(tmp_path: Path):
+    with pytest.raises(DataError) as caught:
+        build_report(tmp_path)
+    assert str(tmp_path / "results.json") in caught.value.what
+    assert "forgetbench run" in caught.value.hint
+    assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{", "line 1 column 2"),
+        ("[]", "JSON object"),
+        (json.dumps({"rows": []}), "'rows' must be a non-empty list"),
+        (json.dumps({"rows": [{"split": "forget10"}]}), "rows[0] has no 'method'"),
+        (
+            json.dumps({"rows": [{"split": "f", "method": "npo", "forget/rougeL": "high"}]}),
+            "rows[0]['forget/rougeL'] is 'high'",
+        ),
+        (json.dumps({"rows": [{"split": "f", "method": "npo"}], "examples": [1]}), "'examples'"),
+    ],
+)
+def test_malformed_results_json_names_the_problem(tmp_path: Path, text: str, expected: str):
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=re.escape(expected)) as caught:
+        load_results(tmp_path)
+    assert "results.json" in caught.value.message
+
+
+def test_unknown_keys_are_ignored(tmp_path: Path):
+    results = {"rows": [{"split": "f", "method": "npo", "step": 5, "future/thing": "text"}], "x": 1}
+    loaded = load_results(write_results(tmp_path, results))
+    assert loaded["rows"][0]["future/thing"] == "text" and loaded["examples"] == []

@@ -1,0 +1,43 @@
+"""Each plot function alone: SVG out, deterministic, literal labels, and no crash on sparse rows."""
+
+from __future__ import annotations
+
+import pytest
+from synthetic import synthetic_results
+
+from forgetbench.report import plots
+
+PLOTS = [plots.forget_quality_plane, plots.subscore_curves, plots.format_spider, plots.mia_curves]
+
+
+@pytest.mark.parametrize("draw", PLOTS, ids=lambda f: f.__name__)
+def test_plot_is_inline_svg_and_deterministic(draw):
+    rows = synthetic_results()["rows"]
+    svg = draw(rows, "forget10")
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "<dc:date>" not in svg and "matplotlib.org" not in svg
+    assert draw(rows, "forget10") == svg
+
+
+@pytest.mark.parametrize("draw", PLOTS, ids=lambda f: f.__name__)
+def test_plot_survives_dollar_signs_and_sparse_rows(draw):
+    rows = [
+        {"split": "s", "method": "finetuned", "step": 0, "model_utility": 0.5},
+        {"split": "s", "method": "a$b$c", "step": 5, "forget_quality": 0.1, "mia/loss": None},
+        {"split": "s", "method": "a$b$c", "step": 10, "epoch": None, "formats/cloze/forget": 0.2},
+    ]
+    assert draw(rows, "s").startswith("<svg")
+
+
+def test_ids_are_prefixed_per_figure():
+    rows = synthetic_results()["rows"]
+    svg = plots.forget_quality_plane(rows, "forget10")
+    assert 'id="figure_1"' not in svg and 'id="fq-plane-forget10-figure_1"' in svg
+    assert 'href="#fq-plane-forget10-' in svg
+
+
+def test_formats_and_attacks_in_the_papers_order():
+    rows = [{"formats/zzz/forget": 1.0, "formats/cloze/retain": 1.0, "formats/mcqa/forget": 1.0}]
+    assert plots.format_names(rows) == ["mcqa", "cloze", "zzz"]
+    rows = [{"mia/zlib": 0.5, "mia/loss": 0.6, "mia/gradnorm": 0.7, "mia/min_k": None}]
+    assert plots.mia_attacks(rows) == ["loss", "zlib", "gradnorm"]

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from forgetbench import __version__
 from forgetbench.config import BENCHMARKS, METHOD_NAMES, SCALES, RunConfig, load_config
 from forgetbench.errors import ForgetbenchError, NotImplementedYet, UnknownNameError
+from forgetbench.metrics.tofu import TRUTH_RATIO_FORMS
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 
@@ -93,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--candidate", required=True, help="evaluated model's eval log (file or folder)"
     )
-    compare.add_argument("--truth-ratio-form", choices=("tofu_code", "paper"), default="tofu_code")
+    compare.add_argument("--truth-ratio-form", choices=TRUTH_RATIO_FORMS, default="tofu_code")
     compare.add_argument(
         "--allow-question-mismatch",
         action="store_true",

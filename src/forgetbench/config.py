@@ -82,7 +82,7 @@ class UnlearnConfig(_Section):
 class EvalConfig(_Section):
     max_new_tokens: int = Field(200, ge=1, le=8192)
     batch_size: int = Field(16, ge=1)
-    truth_ratio_form: Literal["tofu_code", "paper"] = "tofu_code"
+    truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = "tofu_code"
 
 
 class RunConfig(_Section):

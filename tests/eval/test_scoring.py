@@ -1,9 +1,10 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
-from forgetbench.eval.outputs import score_answers
+from forgetbench.eval.outputs import score_answers, score_answers_naive, score_candidates
 from forgetbench.methods._terms import per_sample_nll
 from forgetbench.modeling import (
     PromptTemplate,
@@ -50,3 +51,63 @@ def test_scores_do_not_depend_on_batch_size_order_or_duplicates(model_and_pairs)
         assert a.logprob_sum == pytest.approx(b.logprob_sum, rel=1e-6)
     for a, b in zip(one[::-1] + one[:3], shuffled, strict=True):
         assert a.mean_loss == pytest.approx(b.mean_loss, abs=1e-6)
+
+
+def _groups(pairs):
+    # Each prompt with its own answer and two other answers, like answer/paraphrase/perturbed.
+    answers = [a for _, a in pairs]
+    return [
+        (p, [a, answers[(i + 1) % len(answers)], answers[(i + 5) % len(answers)]])
+        for i, (p, a) in enumerate(pairs)
+    ]
+
+
+def test_shared_prompt_scoring_equals_independent_scoring(model_and_pairs):
+    model, tokenizer, pairs = model_and_pairs
+    groups = _groups(pairs)
+    grouped = score_candidates(model, tokenizer, groups, batch_size=7)
+    flat = score_answers(model, tokenizer, [(p, c) for p, cs in groups for c in cs], batch_size=3)
+    flat_iter = iter(flat)
+    for scores in grouped:
+        for a in scores:
+            b = next(flat_iter)
+            assert a.tokens == b.tokens
+            np.testing.assert_allclose(a.token_logps, b.token_logps, atol=1e-5)
+            np.testing.assert_array_equal(a.argmax_matches, b.argmax_matches)
+            np.testing.assert_allclose(a.token_mean, b.token_mean, atol=1e-5)
+            np.testing.assert_allclose(a.token_std, b.token_std, atol=1e-5)
+
+
+def test_shared_prompt_scoring_does_not_depend_on_batch_size(model_and_pairs):
+    model, tokenizer, pairs = model_and_pairs
+    groups = _groups(pairs)
+    one = score_candidates(model, tokenizer, groups, batch_size=1)
+    many = score_candidates(model, tokenizer, groups, batch_size=64)
+    for xs, ys in zip(one, many, strict=True):
+        for a, b in zip(xs, ys, strict=True):
+            assert a.mean_loss == pytest.approx(b.mean_loss, abs=1e-6)
+
+
+def test_naive_reference_path_gives_the_same_numbers(model_and_pairs):
+    model, tokenizer, pairs = model_and_pairs
+    fast = score_answers(model, tokenizer, pairs, batch_size=8)
+    naive = score_answers_naive(model, tokenizer, pairs)
+    for a, b in zip(fast, naive, strict=True):
+        np.testing.assert_allclose(a.token_logps, b.token_logps, atol=1e-5)
+
+
+def test_token_statistics_match_a_direct_computation(model_and_pairs):
+    model, tokenizer, pairs = model_and_pairs
+    (score,) = score_answers(model, tokenizer, pairs[:1])
+    example = encode_prompt_answer(tokenizer, *pairs[0], max_length=512)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([example.input_ids])).logits[0].double()
+    logps = torch.log_softmax(logits, -1)[example.prompt_length - 1 : -1]  # predicts answer tokens
+    answer = torch.tensor(example.input_ids[example.prompt_length :])
+    np.testing.assert_allclose(score.token_logps, logps[range(len(answer)), answer], atol=1e-5)
+    np.testing.assert_array_equal(score.argmax_matches, (logps.argmax(-1) == answer).numpy())
+    p = logps.exp()
+    mu = (p * logps).sum(-1)
+    sigma = ((p * (logps - mu[:, None]) ** 2).sum(-1)).sqrt()
+    np.testing.assert_allclose(score.token_mean, mu, atol=1e-5)
+    np.testing.assert_allclose(score.token_std, sigma, atol=1e-4)

@@ -36,6 +36,12 @@ def test_truth_ratio_paper_form_uses_arithmetic_mean_of_probabilities():
     assert code[0] > ratio[0]
 
 
+def test_truth_ratio_prob_mean_is_open_unlearnings_name_for_the_arithmetic_form():
+    # open-unlearning: mean_j exp(-loss(pert_j)) / exp(-loss(para)) = 1.0453; ours is its inverse.
+    ratio = tofu.truth_ratio(np.array([2.0]), np.array([[1.0, 3.0, 5.0]]), form="prob_mean")
+    assert 1.0 / ratio[0] == pytest.approx(0.1414680 / 0.1353353, abs=1e-5)
+
+
 def test_truth_ratio_rejects_misshaped_perturbed_losses():
     with pytest.raises(ValueError, match="perturbed_loss must be"):
         tofu.truth_ratio(np.array([1.0, 2.0]), np.array([1.0, 2.0]))

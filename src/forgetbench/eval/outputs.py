@@ -1,68 +1,90 @@
-"""Model outputs collected for metrics. With `modeling.py`, the only code that calls a model."""
+"""Model outputs collected for metrics. With `modeling.py`, the only code that calls a model.
+
+Every token statistic a metric needs (answer log-prob sum and count, per-token log-probs, argmax
+matches, the vocabulary mean/std of log p for Min-K%++) comes from one teacher-forced pass per
+unique (prompt, answer) pair; metrics are pure functions of these numbers.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+import numpy as np
 import torch
+from torch import Tensor
 
 
-@torch.no_grad()
-def greedy_generate(
-    model: Any,
-    tokenizer: Any,
-    prompts: Sequence[str],
-    *,
-    max_new_tokens: int = 200,
-    batch_size: int = 16,
-) -> list[str]:
-    """Greedy continuations (no sampling), decoded without the prompt, in input order.
-
-    Prompts are sorted by length so each left-padded batch wastes little compute; the KV cache
-    makes each new token one forward step. Stops at EOS. Padding uses the real pad token.
-    """
-    if tokenizer.pad_token_id is None:
-        raise ValueError(
-            "the tokenizer has no pad token; load models with forgetbench.modeling.load_model"
-        )
-    model.eval()
-    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-    outputs: list[str] = [""] * len(prompts)
-    previous_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"  # generation appends at the right end of every row
-    try:
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            batch = tokenizer([prompts[i] for i in chunk], return_tensors="pt", padding=True).to(
-                model.device
-            )
-            generated = model.generate(
-                **batch,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                eos_token_id=tokenizer.eos_token_id,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-            new_tokens = generated[:, batch["input_ids"].shape[1] :]
-            for i, row in zip(chunk, new_tokens, strict=True):
-                outputs[i] = tokenizer.decode(row, skip_special_tokens=True)
-    finally:
-        tokenizer.padding_side = previous_side
-    return outputs
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AnswerScore:
-    """Teacher-forced statistics of one answer given its prompt (answer tokens include EOS)."""
+    """Teacher-forced statistics of one answer given its prompt (answer tokens include EOS when
+    it was added). All arrays are (n,) over answer tokens in order."""
 
-    logprob_sum: float  # log P(a|q)
-    tokens: int  # |a|
+    token_logps: np.ndarray  # log p(a_t | q, a_<t), float64
+    argmax_matches: np.ndarray  # bool: argmax_z p(z | q, a_<t) == a_t
+    token_mean: np.ndarray  # mu_t = E_{z~p} log p(z): Min-K%++ (Zhang et al., 2024)
+    token_std: np.ndarray  # sigma_t = std_{z~p} log p(z)
+
+    @property
+    def logprob_sum(self) -> float:  # log P(a|q)
+        return float(self.token_logps.sum())
+
+    @property
+    def tokens(self) -> int:  # |a|
+        return int(self.token_logps.shape[0])
 
     @property
     def mean_loss(self) -> float:  # TOFU's avg_*_loss: -log P(a|q) / |a|
         return -self.logprob_sum / self.tokens
+
+
+def _token_statistics(logits: Tensor, labels: Tensor, mask: Tensor) -> list[AnswerScore]:
+    """logits: (R, T, V) predicting labels (R, T); mask: (R, T) bool, answer tokens only.
+
+    Logits are upcast to fp32 before the log-softmax: in bf16 the small probabilities the
+    metrics compare would round away."""
+    logps = torch.log_softmax(logits.float(), dim=-1)  # (R, T, V)
+    safe = labels.masked_fill(~mask, 0)
+    token_logps = logps.gather(-1, safe.unsqueeze(-1)).squeeze(-1)  # (R, T)
+    matches = logps.argmax(dim=-1) == safe
+    probs = logps.exp()
+    mean = (probs * logps).sum(-1)  # (R, T)
+    # Centred form: E[x^2] - mu^2 cancels catastrophically in fp32 for peaked distributions.
+    std = (probs * (logps - mean.unsqueeze(-1)).square()).sum(-1).sqrt()
+    out = []
+    for row in range(labels.shape[0]):
+        keep = mask[row]
+        if not bool(keep.any()):
+            raise ValueError("an answer has no tokens within max_length; raise eval max_length")
+        out.append(
+            AnswerScore(
+                token_logps[row, keep].double().cpu().numpy(),
+                matches[row, keep].cpu().numpy(),
+                mean[row, keep].double().cpu().numpy(),
+                std[row, keep].double().cpu().numpy(),
+            )
+        )
+    return out
+
+
+@cache
+def _accepts_logits_to_keep(model_class: type) -> bool:
+    return "logits_to_keep" in inspect.signature(model_class.forward).parameters
+
+
+def _answer_ids(tokenizer: Any, answer: str, *, add_eos: bool) -> list[int]:
+    ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    return [*ids, tokenizer.eos_token_id] if add_eos else ids
+
+
+def _require_pad(tokenizer: Any) -> None:
+    if tokenizer.pad_token_id is None:
+        raise ValueError(
+            "the tokenizer has no pad token; load models with forgetbench.modeling.load_model"
+        )
 
 
 @torch.no_grad()
@@ -75,14 +97,16 @@ def score_answers(
     max_length: int = 512,
     add_eos: bool = True,
 ) -> list[AnswerScore]:
-    """Score (prompt, answer) pairs with one teacher-forced pass per *unique* pair.
+    """Score independent (prompt, answer) pairs: one teacher-forced pass per *unique* pair.
 
-    Sorted by length so padding is small; logits are upcast to fp32 before the log-softmax (in
-    `answer_token_logprobs`); the result is independent of batch size and order (tested).
+    Sorted by length so padding is small; the vocabulary projection runs only from the first
+    answer position of the batch on (`logits_to_keep`), not over the prompts. The result is
+    independent of batch size and order (tested). Pairs that share a prompt are scored faster
+    by `score_candidates`, which encodes the prompt once.
     """
-    from forgetbench.methods._terms import answer_token_logprobs
-    from forgetbench.modeling import collate, encode_prompt_answer
+    from forgetbench.modeling import IGNORE_INDEX, collate, encode_prompt_answer
 
+    _require_pad(tokenizer)
     model.eval()
     unique = list(dict.fromkeys(pairs))
     encoded = [
@@ -90,16 +114,228 @@ def score_answers(
         for prompt, answer in unique
     ]
     order = sorted(range(len(unique)), key=lambda i: len(encoded[i].input_ids))
+    trim = _accepts_logits_to_keep(type(model))
     scores: dict[tuple[str, str], AnswerScore] = {}
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         batch = collate([encoded[i] for i in chunk], pad_id=tokenizer.pad_token_id)
         batch = {k: v.to(model.device) for k, v in batch.items()}
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        logps, mask = answer_token_logprobs(logits, batch["labels"])
-        sums, counts = logps.sum(dim=1).tolist(), mask.sum(dim=1).tolist()
-        for i, total, count in zip(chunk, sums, counts, strict=True):
-            if count == 0:
-                raise ValueError(f"answer of pair {i} has no tokens within max_length={max_length}")
-            scores[unique[i]] = AnswerScore(float(total), int(count))
+        labels = batch["labels"][:, 1:]  # position t predicts token t + 1
+        # The first position whose logits predict an answer token, over the whole batch.
+        first = min(encoded[i].prompt_length for i in chunk) - 1
+        kwargs: dict[str, Any] = {}
+        if trim and first > 0:
+            kwargs["logits_to_keep"] = torch.arange(
+                first, batch["input_ids"].shape[1] - 1, device=model.device
+            )
+            labels = labels[:, first:]
+        logits = model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], **kwargs
+        ).logits
+        if "logits_to_keep" not in kwargs:
+            logits = logits[:, :-1]
+        mask = labels != IGNORE_INDEX
+        for i, score in zip(chunk, _token_statistics(logits, labels, mask), strict=True):
+            scores[unique[i]] = score
     return [scores[pair] for pair in pairs]
+
+
+@torch.no_grad()
+def score_candidates(
+    model: Any,
+    tokenizer: Any,
+    groups: Sequence[tuple[str, Sequence[str]]],
+    *,
+    batch_size: int = 32,
+    max_length: int = 512,
+    add_eos: bool = True,
+) -> list[list[AnswerScore]]:
+    """Score several answers to one prompt (truth ratio: answer, paraphrase, perturbed; multiple
+    choice: the options) with the prompt encoded once and its KV cache reused for every candidate.
+
+    Prompts of a batch are left-padded (positions count real tokens only, so padding changes
+    nothing but rounding), run once with only the last position projected onto the vocabulary,
+    and their cache rows are repeated for each candidate; the candidates then run as one batch
+    continuing from that cache. Numbers equal `score_answers` on the same pairs to float
+    rounding (tested). `batch_size` counts candidate sequences per forward pass.
+    """
+    _require_pad(tokenizer)
+    model.eval()
+    prompts = [tokenizer(p, add_special_tokens=True)["input_ids"] for p, _ in groups]
+    answers = []
+    for prompt_ids, (_, candidates) in zip(prompts, groups, strict=True):
+        room = max_length - len(prompt_ids)
+        if room <= 0:
+            raise ValueError(
+                f"a prompt of {len(prompt_ids)} tokens fills max_length={max_length}; raise eval max_length"
+            )
+        answers.append([_answer_ids(tokenizer, c, add_eos=add_eos)[:room] for c in candidates])
+    cost = [len(p) + max(len(a) for a in answers[g]) for g, p in enumerate(prompts)]
+    order = sorted(range(len(groups)), key=lambda g: cost[g])
+    results: list[list[AnswerScore] | None] = [None] * len(groups)
+    chunk: list[int] = []
+    rows = 0
+    for g in order:
+        if chunk and rows + len(answers[g]) > batch_size:
+            _score_chunk(model, tokenizer, chunk, prompts, answers, results)
+            chunk, rows = [], 0
+        chunk.append(g)
+        rows += len(answers[g])
+    if chunk:
+        _score_chunk(model, tokenizer, chunk, prompts, answers, results)
+    return [r for r in results if r is not None]
+
+
+def _score_chunk(
+    model: Any,
+    tokenizer: Any,
+    chunk: list[int],
+    prompts: list[list[int]],
+    answers: list[list[list[int]]],
+    results: list[list[AnswerScore] | None],
+) -> None:
+    device = model.device
+    pad = tokenizer.pad_token_id
+    width = max(len(prompts[g]) for g in chunk)
+    prompt_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+    prompt_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+    for row, g in enumerate(chunk):
+        n = len(prompts[g])
+        prompt_ids[row, width - n :] = torch.tensor(prompts[g])
+        prompt_mask[row, width - n :] = 1
+    prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
+    positions = (prompt_mask.cumsum(-1) - 1).clamp_min(0)
+    kwargs: dict[str, Any] = {"logits_to_keep": 1} if _accepts_logits_to_keep(type(model)) else {}
+    out = model(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        position_ids=positions,
+        use_cache=True,
+        **kwargs,
+    )
+    first_logits = out.logits[:, -1:, :]  # (G, 1, V): predicts each candidate's first token
+    # One cache row per candidate: row r continues prompt owner[r].
+    owner = torch.tensor(
+        [row for row, g in enumerate(chunk) for _ in answers[g]], dtype=torch.long, device=device
+    )
+    cache = out.past_key_values
+    cache.batch_select_indices(owner)
+    candidates = [a for g in chunk for a in answers[g]]
+    length = max(len(a) for a in candidates)
+    ids = torch.full((len(candidates), length), pad, dtype=torch.long)
+    mask = torch.zeros((len(candidates), length), dtype=torch.bool)
+    for row, a in enumerate(candidates):
+        ids[row, : len(a)] = torch.tensor(a)
+        mask[row, : len(a)] = True
+    ids, mask = ids.to(device), mask.to(device)
+    lengths = prompt_mask.sum(-1)[owner]  # (R,) real prompt tokens
+    logits = model(
+        input_ids=ids,
+        attention_mask=torch.cat([prompt_mask[owner], mask.long()], dim=1),
+        position_ids=lengths[:, None] + torch.arange(length, device=device)[None, :],
+        past_key_values=cache,
+        use_cache=True,
+    ).logits
+    # Token t of a candidate is predicted by the prompt's last position (t = 0) or by candidate
+    # position t - 1.
+    predicting = torch.cat([first_logits[owner], logits[:, :-1, :]], dim=1)  # (R, L, V)
+    scores = _token_statistics(predicting, ids, mask)
+    start = 0
+    for g in chunk:
+        results[g] = scores[start : start + len(answers[g])]
+        start += len(answers[g])
+
+
+@torch.no_grad()
+def score_answers_naive(
+    model: Any,
+    tokenizer: Any,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    max_length: int = 512,
+    add_eos: bool = True,
+) -> list[AnswerScore]:
+    """The reference path `forgetbench bench eval` times the fast ones against: one pair at a time,
+    every prompt re-encoded, logits over every position, no cache, no de-duplication."""
+    from forgetbench.modeling import IGNORE_INDEX, encode_prompt_answer
+
+    model.eval()
+    out = []
+    for prompt, answer in pairs:
+        e = encode_prompt_answer(tokenizer, prompt, answer, max_length=max_length, add_eos=add_eos)
+        ids = torch.tensor([e.input_ids], device=model.device)
+        labels = torch.tensor([e.labels], device=model.device)[:, 1:]
+        logits = model(input_ids=ids).logits[:, :-1]
+        out += _token_statistics(logits, labels, labels != IGNORE_INDEX)
+    return out
+
+
+class _StopOnIds:
+    """Stops a row once its new tokens end with one of the stop sequences (token ids, so the
+    check costs nothing per step); rows are then cut at the stop string in text as well."""
+
+    def __init__(self, sequences: Sequence[Sequence[int]], prompt_width: int) -> None:
+        self.sequences = [torch.tensor(s) for s in sequences if len(s) > 0]
+        self.prompt_width = prompt_width
+
+    def __call__(self, input_ids: Tensor, scores: Tensor, **kwargs: Any) -> Tensor:
+        new = input_ids[:, self.prompt_width :]
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for seq in self.sequences:
+            n = seq.shape[0]
+            if new.shape[1] >= n:
+                done |= (new[:, -n:] == seq.to(new.device)).all(dim=1)
+        return done
+
+
+@torch.no_grad()
+def greedy_generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    max_new_tokens: int = 200,
+    batch_size: int = 16,
+    stop_strings: Sequence[str] = (),
+) -> list[str]:
+    """Greedy continuations (no sampling), decoded without the prompt, in input order.
+
+    Prompts are sorted by length so each left-padded batch wastes little compute; the KV cache
+    makes each new token one forward step. Stops at EOS, or at a stop string (matched on its
+    token ids while generating, and cut from the text at its first occurrence). Padding uses the
+    real pad token, never EOS.
+    """
+    from transformers import StoppingCriteriaList
+
+    _require_pad(tokenizer)
+    model.eval()
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    outputs: list[str] = [""] * len(prompts)
+    stop_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in stop_strings]
+    previous_side = tokenizer.padding_side
+    tokenizer.padding_side = "left"  # generation appends at the right end of every row
+    try:
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            batch = tokenizer([prompts[i] for i in chunk], return_tensors="pt", padding=True).to(
+                model.device
+            )
+            width = batch["input_ids"].shape[1]
+            criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
+            generated = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=tokenizer.pad_token_id,
+                stopping_criteria=criteria,
+            )
+            for i, row in zip(chunk, generated[:, width:], strict=True):
+                text = tokenizer.decode(row, skip_special_tokens=True)
+                for s in stop_strings:
+                    if s and s in text:
+                        text = text[: text.index(s)]
+                outputs[i] = text
+    finally:
+        tokenizer.padding_side = previous_side
+    return outputs

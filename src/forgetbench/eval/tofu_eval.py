@@ -11,7 +11,8 @@ from typing import Any
 from forgetbench.data.logs import SET_FILES, EvalLog, SetLog
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
-from forgetbench.eval.outputs import greedy_generate, score_answers
+from forgetbench.eval.distributed import sharded_map
+from forgetbench.eval.outputs import greedy_generate, score_candidates
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import PromptTemplate
 from forgetbench.records import QARecord
@@ -42,56 +43,81 @@ def evaluate_set(
     batch_size: int,
     max_length: int = 512,
 ) -> SetLog:
-    prompts = [template.prompt(r.question, tokenizer) for r in records]
+    """TOFU's per-question fields for one set; questions are sharded across processes under
+    `accelerate launch` and gathered in order."""
     widths = {len(r.perturbed_answers) for r in records}
     if len(widths) != 1 or 0 in widths:
         raise DataError(
             f"{name} set: every question needs the same, non-zero number of perturbed answers (found {sorted(widths)})"
         )
-    width = widths.pop()
+    rows = sharded_map(
+        lambda shard: _question_rows(
+            shard, model, tokenizer, template,
+            max_new_tokens=max_new_tokens, batch_size=batch_size, max_length=max_length,
+        ),
+        records,
+    )  # fmt: skip
+    fields: dict[str, list[Any]] = (
+        {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
+    )
+    return SetLog(name, tuple(str(i) for i in range(len(records))), fields)
+
+
+def _question_rows(
+    records: Sequence[QARecord],
+    model: Any,
+    tokenizer: Any,
+    template: PromptTemplate,
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    max_length: int,
+) -> list[dict[str, Any]]:
+    if not records:
+        return []
+    prompts = [template.prompt(r.question, tokenizer) for r in records]
     # TOFU scores the answer itself where a set has no paraphrase (Real Authors, World Facts).
     paraphrases = [
         r.paraphrased_answer if r.paraphrased_answer is not None else r.answer for r in records
     ]
-    pairs = [(p, r.answer) for p, r in zip(prompts, records, strict=True)]
-    pairs += [(p, a) for p, a in zip(prompts, paraphrases, strict=True)]
-    pairs += [(p, a) for p, r in zip(prompts, records, strict=True) for a in r.perturbed_answers]
-    scores = score_answers(model, tokenizer, pairs, batch_size=batch_size, max_length=max_length)
-    n = len(records)
-    gt, para, pert = scores[:n], scores[n : 2 * n], scores[2 * n :]
+    candidates = [
+        list(dict.fromkeys([r.answer, para, *r.perturbed_answers]))
+        for r, para in zip(records, paraphrases, strict=True)
+    ]
+    grouped = score_candidates(
+        model, tokenizer, list(zip(prompts, candidates, strict=True)),
+        batch_size=batch_size, max_length=max_length,
+    )  # fmt: skip
     generations = greedy_generate(
         model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size
     )
     rouge = rouge_recall(generations, [r.answer for r in records])
-    fields: dict[str, list[Any]] = {
-        "avg_gt_loss": [s.mean_loss for s in gt],
-        "gt_loss": [-s.logprob_sum for s in gt],
-        "num_token_gt": [s.tokens for s in gt],
-        "avg_paraphrased_loss": [s.mean_loss for s in para],
-        "paraphrased_loss": [-s.logprob_sum for s in para],
-        "num_token_paraphrased": [s.tokens for s in para],
-        "average_perturb_loss": [
-            [s.mean_loss for s in pert[i * width : (i + 1) * width]] for i in range(n)
-        ],
-        "perturb_loss": [
-            [-s.logprob_sum for s in pert[i * width : (i + 1) * width]] for i in range(n)
-        ],
-        "num_token_perturb": [
-            [s.tokens for s in pert[i * width : (i + 1) * width]] for i in range(n)
-        ],
-        "rouge1_recall": rouge["rouge1_recall"].tolist(),
-        "rougeL_recall": rouge["rougeL_recall"].tolist(),
-        # TOFU's layout: [prompt, generation, ground truth].
-        "generated_text": [
-            [p, g, r.answer] for p, g, r in zip(prompts, generations, records, strict=True)
-        ],
-    }
-    # TOFU stores the truth ratio perturbed-over-paraphrase: exp(loss(para) - mean_j loss(pert_j)).
-    fields["truth_ratio"] = [
-        math.exp(p - sum(q) / len(q))
-        for p, q in zip(fields["avg_paraphrased_loss"], fields["average_perturb_loss"], strict=True)
-    ]
-    return SetLog(name, tuple(str(i) for i in range(n)), fields)
+    rows = []
+    for i, (record, para) in enumerate(zip(records, paraphrases, strict=True)):
+        score = dict(zip(candidates[i], grouped[i], strict=True))
+        gt, pa = score[record.answer], score[para]
+        pert = [score[a] for a in record.perturbed_answers]
+        row: dict[str, Any] = {
+            "avg_gt_loss": gt.mean_loss,
+            "gt_loss": -gt.logprob_sum,
+            "num_token_gt": gt.tokens,
+            "avg_paraphrased_loss": pa.mean_loss,
+            "paraphrased_loss": -pa.logprob_sum,
+            "num_token_paraphrased": pa.tokens,
+            "average_perturb_loss": [s.mean_loss for s in pert],
+            "perturb_loss": [-s.logprob_sum for s in pert],
+            "num_token_perturb": [s.tokens for s in pert],
+            "rouge1_recall": float(rouge["rouge1_recall"][i]),
+            "rougeL_recall": float(rouge["rougeL_recall"][i]),
+            # TOFU's layout: [prompt, generation, ground truth].
+            "generated_text": [prompts[i], generations[i], record.answer],
+            # Not TOFU fields; they make memorisation metrics recomputable from the log.
+            "gt_argmax_matches": gt.argmax_matches.astype(int).tolist(),
+        }
+        # TOFU stores the truth ratio perturbed-over-paraphrase: exp(loss(para) - mean_j loss(pert_j)).
+        row["truth_ratio"] = math.exp(pa.mean_loss - sum(row["average_perturb_loss"]) / len(pert))
+        rows.append(row)
+    return rows
 
 
 def evaluate_tofu(

@@ -12,8 +12,8 @@ from typing import Literal
 import numpy as np
 from scipy.stats import hmean, ks_2samp
 
-TruthRatioForm = Literal["tofu_code", "paper"]
-TRUTH_RATIO_FORMS: tuple[str, ...] = ("tofu_code", "paper")
+TruthRatioForm = Literal["tofu_code", "paper", "prob_mean"]
+TRUTH_RATIO_FORMS: tuple[str, ...] = ("tofu_code", "paper", "prob_mean")
 
 
 def normalized_probability(loss: np.ndarray) -> np.ndarray:
@@ -44,6 +44,10 @@ def truth_ratio(
     probabilities and writes it perturbed-over-paraphrase; we return its inverse,
     `P(para)^(1/n) / mean_j P(pert_j)^(1/n_j)`, so both forms share one orientation and the
     same reporting transforms below apply.
+    `prob_mean`: open-unlearning's documented variant, the mean of the perturbed answers'
+    length-normalised probabilities over the paraphrase's. Oriented as ours it is the same number
+    as `paper`; it is accepted under its own name so configs written for open-unlearning read.
+    (open-unlearning's shipped `truth_ratio` handler averages the losses first, i.e. `tofu_code`.)
     """
     para = np.asarray(paraphrased_loss, dtype=np.float64)
     pert = np.asarray(perturbed_loss, dtype=np.float64)
@@ -51,7 +55,7 @@ def truth_ratio(
         raise ValueError(f"perturbed_loss must be (N, K) with N={para.shape[0]}, got {pert.shape}")
     if form == "tofu_code":
         return np.exp(pert.mean(axis=-1) - para)
-    if form == "paper":
+    if form in ("paper", "prob_mean"):
         return np.exp(-para) / np.exp(-pert).mean(axis=-1)
     raise ValueError(f"unknown truth ratio form {form!r}; use one of {TRUTH_RATIO_FORMS}")
 

@@ -47,9 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted — finished stages are kept; re-run to resume", file=sys.stderr)
         return 130
+    # A command whose work finished but whose verdict is negative (a sanity check that fails)
+    # reports it through a non-zero exit code after printing its result.
+    exit_code = result.pop("exit_code", 0) if isinstance(result, dict) else 0
     if as_json:
         print(json.dumps(result, default=str))
-    return 0
+    return exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,22 +119,29 @@ def build_parser() -> argparse.ArgumentParser:
     _config_options(unlearn)
     unlearn.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    evaluate = command("eval", _eval, "TOFU evaluation of one model: per-question logs + summary")
+    evaluate = command(
+        "eval", _eval, "every metric of one model: per-question logs (TOFU layout) + summary"
+    )
     _config_options(evaluate)
     evaluate.add_argument("--retain-log", help="a retain model's eval log, for forget quality")
 
-    for name, help_text in (
-        ("sanity", "TOFU appendix E sanity checks"),
-        ("run", "the whole study: data, models, methods, metrics, report"),
-    ):
-        _config_options(command(name, _not_built(name), help_text))
+    sanity = command(
+        "sanity", _sanity, "TOFU appendix E sanity checks of the KS test on the miniature study"
+    )
+    _config_options(sanity)
+    sanity.add_argument("--no-progress", action="store_true", help="no progress bars")
+    run = command("run", _run, "the whole study: data, models, methods, metrics, report")
+    _config_options(run)
+    run.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench = command("bench", _bench, "speed benchmarks (times and peak memory; not tests)")
-    bench.add_argument("target", help="what to time: train (pretrain + finetune + retain90)")
+    bench.add_argument(
+        "target",
+        help="what to time: train (pretrain + finetune + retain90) | "
+        "eval (TOFU evaluation, fast path vs a naive reference; checks both agree)",
+    )
     _config_options(bench)
 
-    report = command(
-        "report", _not_built("report"), "rebuild the HTML report from a results folder"
-    )
+    report = command("report", _report, "rebuild the HTML report from a results folder")
     report.add_argument("results", help="results folder")
     return parser
 
@@ -144,7 +154,8 @@ def _config_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--data", help="data folder or Hugging Face dataset id")
     sub.add_argument("--split", help="forget split, e.g. forget10")
     sub.add_argument("--method", help="unlearning method")
-    sub.add_argument("--methods", help="comma-separated unlearning methods")
+    sub.add_argument("--methods", help="comma-separated unlearning methods (forgetbench run)")
+    sub.add_argument("--splits", help="comma-separated forget splits (forgetbench run)")
     sub.add_argument("--epochs", type=int)
     sub.add_argument("--lr", type=float)
     sub.add_argument("--seed", type=int)
@@ -174,9 +185,15 @@ def _resolve_config(args: argparse.Namespace) -> RunConfig:
         value = getattr(args, option, None)
         if value is not None:
             overrides.append(f"{key}={json.dumps(value) if isinstance(value, str) else value}")
-    for method in (args.methods or "").split(","):
-        if method.strip() and method.strip() not in METHOD_NAMES:
-            raise UnknownNameError("method", method.strip(), METHOD_NAMES)
+    methods = [m.strip() for m in (getattr(args, "methods", None) or "").split(",") if m.strip()]
+    for method in methods:
+        if method not in METHOD_NAMES:
+            raise UnknownNameError("method", method, METHOD_NAMES)
+    if methods:
+        overrides.append(f"study.methods={json.dumps(methods)}")
+    splits = [s.strip() for s in (getattr(args, "splits", None) or "").split(",") if s.strip()]
+    if splits:
+        overrides.append(f"study.splits={json.dumps(splits)}")
     return load_config(args.config, overrides)
 
 
@@ -294,11 +311,15 @@ def _unlearn(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _eval(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench import __version__
-    from forgetbench.data.logs import AGGREGATED_NAME, read_eval_log, write_eval_log
-    from forgetbench.eval.summary import compare, summarize
-    from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets
-    from forgetbench.io import atomic_write_json
+    from forgetbench.data.logs import read_eval_log
+    from forgetbench.eval.runner import (
+        SUMMARY_NAME,
+        evaluate_model,
+        evaluation_key,
+        relative_scores,
+        write_evaluation,
+    )
+    from forgetbench.io import read_json
     from forgetbench.metrics import METRICS
     from forgetbench.modeling import load_model, resolve_template
 
@@ -310,46 +331,121 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
                 f"forgetbench eval: --{option} is required", "see 'forgetbench eval --help'"
             )
     out = Path(args.out)
-    if (out / AGGREGATED_NAME).exists():
+    if (out / SUMMARY_NAME).exists():
         raise _UsageError(
-            f"{out / AGGREGATED_NAME} already exists",
+            f"{out / SUMMARY_NAME} already exists",
             "pass another --out; finished evaluations are never overwritten",
         )
-    retain_log = read_eval_log(args.retain_log) if args.retain_log else None  # fail before the work
-    sets = tofu_eval_sets(args.data, config.benchmark.split)
+    benchmark = config.benchmark.name
+    reference_log, reference_scores = None, None
+    if args.retain_log:  # read before the work, so a bad path fails at once
+        reference_log = read_eval_log(args.retain_log)
+        summary_file = Path(args.retain_log)
+        summary_file = (
+            summary_file if summary_file.is_dir() else summary_file.parent
+        ) / SUMMARY_NAME
+        if summary_file.is_file():
+            reference_scores = read_json(summary_file).get("scores")
     model, tokenizer = load_model(
         args.model, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
     )
     template = resolve_template(config.model.template, tokenizer, args.model)
-    log = evaluate_tofu(
-        model, tokenizer, template, sets,
-        max_new_tokens=config.eval.max_new_tokens, batch_size=config.eval.batch_size,
-        max_length=config.train.max_length, source=str(out / AGGREGATED_NAME),
+    log, scores, extra = evaluate_model(
+        model, tokenizer, template, data=args.data, split=config.benchmark.split,
+        benchmark=benchmark, options=config.eval, max_length=config.train.max_length,
     )  # fmt: skip
-    write_eval_log(out / AGGREGATED_NAME, log)
-    form = config.eval.truth_ratio_form
-    scores = compare(retain_log, log, form=form) if retain_log else summarize(log, form=form)
-    summary = {
+    scores.update(
+        relative_scores(
+            log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
+        )
+    )
+    key = evaluation_key(args.model, args.data, config.benchmark.split, config.eval, benchmark)
+    info = {
         "model": args.model,
         "data": args.data,
+        "benchmark": benchmark,
         "split": config.benchmark.split,
         "retain_log": args.retain_log,
-        "log": str(out / AGGREGATED_NAME),
-        "scores": scores,
         "forgetbench": __version__,
-        "metric_versions": {name: info.version for name, info in METRICS.items()},
+        "metric_versions": {name: m.version for name, m in METRICS.items()},
         "config": config.model_dump(),
     }
-    atomic_write_json(out / "summary.json", summary)
+    write_evaluation(out, key, log, scores, extra, info)
+    summary = {"scores": scores, "out": str(out), **info}
     if not args.json:
         from forgetbench.report.console import print_comparison
 
-        if retain_log:
+        if "forget_quality" in scores:
             print_comparison({"candidate": args.model, "reference": args.retain_log, **scores})
         else:
             print(json.dumps(scores, indent=2))
-        print(f"per-question log: {out / AGGREGATED_NAME}")
+        print(f"per-question logs and summary: {out}")
     return summary
+
+
+def _sanity(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.eval.sanity import sanity_study
+
+    _quiet_transformers()
+    config = _resolve_config(args)
+    out = Path(args.out) if args.out else Path("runs") / f"sanity-{config.scale}"
+    result = sanity_study(
+        out,
+        scale=config.scale,
+        seed=config.seed,
+        eval_options=config.eval,
+        progress=not (args.json or args.no_progress),
+    )
+    if not args.json:
+        from forgetbench.report.console import print_rows
+
+        print_rows(
+            [
+                {
+                    "check": c["name"],
+                    "holds": "yes" if c["holds"] else "NO",
+                    "p_value": "" if c["p_value"] is None else f"{c['p_value']:.3g}",
+                    "value": "" if c["value"] is None else f"{c['value']:.3f}",
+                    "expected": c["expected"],
+                }
+                for c in result["checks"]
+            ],
+            title=f"sanity checks, scale {config.scale} ({result['seconds']:.0f} s)",
+        )
+        print("all checks hold" if result["all_hold"] else "some checks FAIL")
+    return {**result, "exit_code": 0 if result["all_hold"] else 1}
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.pipeline import run_study
+    from forgetbench.report.html import build_report
+    from forgetbench.report.tables import leaderboard, print_leaderboard
+
+    _quiet_transformers()
+    config = _resolve_config(args)
+    out = Path(config.out)
+    results = run_study(
+        config,
+        out=out,
+        model=args.model,
+        data=args.data,
+        progress=not (args.json or args.no_progress),
+    )
+    report = build_report(out)
+    if not args.json:
+        print_leaderboard(leaderboard(results["rows"]))
+        print(f"results: {out / 'results.json'}, {out / 'results.csv'}")
+        print(f"report:  {report}")
+    return {"rows": results["rows"], "report": str(report)}
+
+
+def _report(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.report.html import build_report
+
+    path = build_report(Path(args.results))
+    if not args.json:
+        print(f"report: {path}")
+    return {"report": str(path)}
 
 
 def _finetune_mini(config: RunConfig, *, split: str, out: Path, progress: bool) -> Any:
@@ -377,10 +473,12 @@ def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.train.bench import bench_training
 
     config = _resolve_config(args)
-    if args.target != "train":
-        raise UnknownNameError("benchmark target", args.target, ("train",))
+    if args.target not in ("train", "eval"):
+        raise UnknownNameError("benchmark target", args.target, ("train", "eval"))
     if not args.out:
         raise _UsageError("forgetbench bench: --out is required", "pass a scratch run folder")
+    if args.target == "eval":
+        return _bench_eval(args, config)
     result = bench_training(
         Path(args.out), scale=config.scale, seed=config.seed, progress=not args.json
     )
@@ -392,6 +490,77 @@ def _bench(args: argparse.Namespace) -> dict[str, Any]:
             f"retain model on forget10 {result['retain_forget10_rougeL']:.3f}"
         )
     return result
+
+
+def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
+    """Time `evaluate_tofu` against the naive reference on one model: a given one (--model and
+    --data), or the built-in study's finetuned model at --scale, trained in --out or reused."""
+    from forgetbench.eval.bench import PathsDiffer, bench_evaluation
+    from forgetbench.eval.tofu_eval import tofu_eval_sets
+    from forgetbench.io import atomic_write_json
+    from forgetbench.modeling import load_model, resolve_template
+    from forgetbench.report.console import print_rows
+
+    _quiet_transformers()
+    out = Path(args.out)
+    if bool(args.model) != bool(args.data):
+        raise _UsageError(
+            "forgetbench bench eval: --model and --data go together",
+            "pass both, or neither for the built-in study's finetuned model at --scale",
+        )
+    if args.model:
+        model_dir, data = str(args.model), str(args.data)
+    else:
+        finetuned = _finetune_mini(config, split="full", out=out, progress=not args.json)
+        model_dir, data = str(finetuned.model_dir), str(out / "data")
+    sets = tofu_eval_sets(data, config.benchmark.split)
+    model, tokenizer = load_model(
+        model_dir, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
+    )
+    template = resolve_template(config.model.template, tokenizer, model_dir)
+    report = bench_evaluation(
+        model, tokenizer, template, sets,
+        max_new_tokens=config.eval.max_new_tokens, batch_size=config.eval.batch_size,
+        max_length=config.train.max_length,
+    )  # fmt: skip
+    report = {
+        "model": model_dir,
+        "data": data,
+        "split": config.benchmark.split,
+        "scale": None if args.model else config.scale,
+        "forgetbench": __version__,
+        **report,
+    }
+    saved = atomic_write_json(out / "bench_eval.json", report)
+    if not args.json:
+        rows = [
+            {
+                "path": name,
+                "seconds": p["seconds"],
+                "scoring s": p["scoring_seconds"],
+                "generation s": p["generation_seconds"],
+                "questions/s": p["questions_per_s"],
+                "answer tokens/s": p["answer_tokens_per_s"],
+                "model tokens": p["model_tokens"]["total"],
+                "GFLOP/s": round(p["flop_per_s"] / 1e9, 2),
+                "peak RSS MiB": p["peak_rss_mib"],
+            }
+            for name, p in report["paths"].items()
+        ]
+        print_rows(rows, title=f"TOFU evaluation, {report['questions']} questions: {model_dir}")
+        print(
+            f"speedup {report['speedup']}x (scoring {report['scoring_speedup']}x, "
+            f"generation {report['generation_speedup']}x); max abs difference "
+            f"{report['max_abs_diff']:.2e} at {report['max_abs_diff_at'] or '-'}; "
+            f"identical: {str(report['identical']).lower()}; report: {saved}"
+        )
+    if not report["identical"]:
+        raise PathsDiffer(
+            f"fast and naive evaluation differ beyond {report['tolerance']:g} "
+            f"({report['mismatch_count']} values; first {report['mismatches'][0]})",
+            f"the fast path is wrong; the full report is in {saved}",
+        )
+    return report
 
 
 def _data_stats(args: argparse.Namespace) -> dict[str, Any]:

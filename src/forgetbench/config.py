@@ -83,6 +83,25 @@ class EvalConfig(_Section):
     max_new_tokens: int = Field(200, ge=1, le=8192)
     batch_size: int = Field(16, ge=1)
     truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = "tofu_code"
+    formats: bool = True  # the data-transformation formats, where the data has them
+    mia: bool = True  # membership inference: forget set vs its holdout split
+    mia_k: float = Field(0.4, gt=0, le=1)  # Min-K% / Min-K%++ fraction
+    lume: bool = True  # LUME tasks, where the data has them (a `lume/` folder)
+
+
+class StudyConfig(_Section):
+    """What `forgetbench run` covers: every method on every split, each evaluated along its
+    trajectory (one snapshot per epoch by default)."""
+
+    methods: list[Literal[METHOD_NAMES]] = list(METHOD_NAMES)  # type: ignore[valid-type]
+    splits: list[Literal["forget01", "forget05", "forget10"]] = ["forget01", "forget05", "forget10"]
+    # Snapshots along a trajectory get the TOFU metrics and MIA; the formats and LUME tasks, which
+    # generate many more answers, run on the final model and the reference models.
+    trajectory_formats: bool = False
+    examples: int = Field(3, ge=0, description="forget-set generations shown per method")
+    # Retain-model logs to import per split for forget quality when the models are not ours
+    # (`--benchmark tofu --model <hub id>`), e.g. {forget10: .../ft_..._retain90_wd0}.
+    retain_logs: dict[str, str] = Field(default_factory=dict)
 
 
 class RunConfig(_Section):
@@ -96,6 +115,7 @@ class RunConfig(_Section):
     # Options of the chosen method (`method.beta=0.05`), validated against its config class.
     method: dict[str, Any] = Field(default_factory=dict)
     eval: EvalConfig = EvalConfig()
+    study: StudyConfig = StudyConfig()
 
 
 def load_config(

@@ -68,8 +68,34 @@ def test_finetuned_is_told_apart_from_the_retain_model(logs, capsys):
     assert set(summary["metric_versions"]) >= {"truth_ratio", "forget_quality"}
 
 
+def test_every_metric_family_is_reported_and_separates_the_two_models(logs):
+    finetuned = json.loads((logs["finetuned"] / "summary.json").read_text())["scores"]
+    retain = json.loads((logs["retain"] / "summary.json").read_text())["scores"]
+    formats = ("mcqa", "cloze", "analogy_qa", "analogy_mcqa", "odd_one_out", "comprehension_qa",
+               "comprehension_mcqa")  # fmt: skip
+    for name in formats:
+        for side in ("forget", "retain"):
+            assert 0.0 <= finetuned[f"formats/{name}/{side}"] <= 1.0
+    for attack in ("loss", "zlib", "min_k", "min_k_plus_plus"):
+        assert 0.0 <= finetuned[f"mia/{attack}"] <= 1.0
+    # The finetuned model was trained on the forget authors and never on the holdout ones.
+    assert finetuned["mia/loss"] > 0.8 and finetuned["mia/loss"] > retain["mia/loss"]
+    assert finetuned["exact_memorisation"] > retain["exact_memorisation"]
+    assert finetuned["extraction_strength"] > retain["extraction_strength"]
+    assert finetuned["formats/cloze/forget"] > retain["formats/cloze/forget"]
+    assert "privleak" in finetuned and "privleak" not in retain
+    for kind in ("regurgitation", "knowledge"):
+        for task in ("Task1", "Task2"):
+            for split in ("forget", "retain"):
+                assert 0.0 <= finetuned[f"lume/{kind}/{task}/{split}"] <= 1.0
+    assert {"lume/task_aggregate", "lume/mia_score", "lume/final"} <= set(finetuned)
+    extra = json.loads((logs["finetuned"] / "extra_log.json").read_text())
+    assert len(extra["formats"]["mcqa/forget"]) == 60  # one entry per question of the file
+    assert sum(item["member"] for item in extra["mia"]) == 20
+
+
 def test_eval_never_overwrites_a_finished_log(logs, capsys):
-    before = (logs["retain"] / "eval_log_aggregated.json").read_bytes()
+    before = (logs["retain"] / "summary.json").read_bytes()
     code = main(["eval", "--model", "x", "--data", "y", "--out", str(logs["retain"])])
     assert code == 2 and "already exists" in capsys.readouterr().err
-    assert (logs["retain"] / "eval_log_aggregated.json").read_bytes() == before
+    assert (logs["retain"] / "summary.json").read_bytes() == before

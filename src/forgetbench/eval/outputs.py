@@ -303,7 +303,9 @@ def greedy_generate(
     Prompts are sorted by length so each left-padded batch wastes little compute; the KV cache
     makes each new token one forward step. Stops at EOS, or at a stop string (matched on its
     token ids while generating, and cut from the text at its first occurrence). Padding uses the
-    real pad token, never EOS.
+    real pad token, never EOS. A prompt longer than the model's context minus `max_new_tokens`
+    keeps its last tokens (LUME's documents can exceed a small model's context; the end of the
+    text is what the continuation depends on).
     """
     from transformers import StoppingCriteriaList
 
@@ -312,14 +314,18 @@ def greedy_generate(
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     outputs: list[str] = [""] * len(prompts)
     stop_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in stop_strings]
-    previous_side = tokenizer.padding_side
+    context = getattr(model.config, "max_position_embeddings", None)
+    room = context - max_new_tokens if context else None
+    limit = {"truncation": True, "max_length": room} if room and room > 0 else {}
+    previous_side, previous_truncation = tokenizer.padding_side, tokenizer.truncation_side
     tokenizer.padding_side = "left"  # generation appends at the right end of every row
+    tokenizer.truncation_side = "left"
     try:
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            batch = tokenizer([prompts[i] for i in chunk], return_tensors="pt", padding=True).to(
-                model.device
-            )
+            batch = tokenizer(
+                [prompts[i] for i in chunk], return_tensors="pt", padding=True, **limit
+            ).to(model.device)
             width = batch["input_ids"].shape[1]
             criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
             generated = model.generate(
@@ -337,5 +343,5 @@ def greedy_generate(
                         text = text[: text.index(s)]
                 outputs[i] = text
     finally:
-        tokenizer.padding_side = previous_side
+        tokenizer.padding_side, tokenizer.truncation_side = previous_side, previous_truncation
     return outputs

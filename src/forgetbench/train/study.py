@@ -11,7 +11,7 @@ from pathlib import Path
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
-from forgetbench.methods.base import build_method
+from forgetbench.methods.base import UnlearnMethod, build_method
 from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling import TINY_SIZES
 from forgetbench.train.loop import LoopConfig
@@ -28,6 +28,32 @@ def retain_split_for(split: str) -> str:
             f"use one of {', '.join(FORGET_SPLITS)}",
         )
     return f"retain{100 - int(match.group(1))}"
+
+
+def resolve_method(
+    config: RunConfig, name: str, loop: LoopConfig, options: dict[str, object]
+) -> tuple[LoopConfig, UnlearnMethod]:
+    """The method's loop and options: the model's defaults, then the user's `unlearn.*` and
+    `method.*` settings on top."""
+    u = config.unlearn
+    loop = replace(
+        loop,
+        lr=u.lr or loop.lr,
+        epochs=u.epochs or loop.epochs,
+        batch_size=u.batch_size or loop.batch_size,
+        per_device_batch_size=u.per_device_batch_size
+        or min(loop.per_device_batch_size, u.batch_size or loop.batch_size),
+        seed=config.seed,
+    )
+    return loop, build_method(name, {**options, **config.method})
+
+
+def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:
+    # TOFU's unlearning recipe: 5 epochs, lr 1e-5, effective batch 32.
+    return (
+        LoopConfig(lr=1e-5, epochs=5, batch_size=32, per_device_batch_size=4, weight_decay=0.01),
+        {},
+    )
 
 
 def unlearn_command(
@@ -80,27 +106,11 @@ def unlearn_command(
 
         from forgetbench.modeling import resolve_template
 
-        # TOFU's unlearning recipe: 5 epochs, lr 1e-5, effective batch 32.
-        loop, options = (
-            LoopConfig(
-                lr=1e-5, epochs=5, batch_size=32, per_device_batch_size=4, weight_decay=0.01
-            ),
-            {},
-        )
+        loop, options = external_unlearn_defaults()
         tokenizer = AutoTokenizer.from_pretrained(model)
         model_dir, tofu_source, max_length = model, data, config.train.max_length
         template = resolve_template(config.model.template, tokenizer, model)
-    u = config.unlearn
-    loop = replace(
-        loop,
-        lr=u.lr or loop.lr,
-        epochs=u.epochs or loop.epochs,
-        batch_size=u.batch_size or loop.batch_size,
-        per_device_batch_size=u.per_device_batch_size
-        or min(loop.per_device_batch_size, u.batch_size or loop.batch_size),
-        seed=config.seed,
-    )
-    method = build_method(name, {**options, **config.method})
+    loop, method = resolve_method(config, name, loop, options)
     return run_unlearning(
         out,
         model_dir=model_dir,
@@ -109,9 +119,9 @@ def unlearn_command(
         method=method,
         config=loop,
         template=template,
-        refusals=load_refusals(u.refusals_file),
+        refusals=load_refusals(config.unlearn.refusals_file),
         split=split,
         max_length=max_length,
-        snapshot_every=u.snapshot_every,
+        snapshot_every=config.unlearn.snapshot_every,
         progress=progress,
     )

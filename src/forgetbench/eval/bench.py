@@ -1,0 +1,389 @@
+"""`forgetbench bench eval`: the TOFU evaluation of one model timed against a naive reference.
+
+The fast path is `evaluate_tofu` as `forgetbench eval` runs it. The naive path is the obvious
+implementation it replaces: one question at a time, every candidate answer re-encoded together
+with its prompt (`score_answers_naive`: no KV cache, no de-duplication, logits over every
+position) and one greedy generation per prompt. Both must write the same TOFU log, field by field
+(numbers within 1e-5 absolute, strings identical), and the same 12 sub-scores and model utility;
+the speedup is only reported for logs that agree.
+
+What is counted, on the model both paths run (forward hooks, so nothing is estimated by hand):
+- model tokens: positions run through the model, prompts and padding included (padding costs the
+  same compute as a real token), so the naive path's re-encoded prompts show;
+- vocabulary projections: positions projected onto the vocabulary (the fast scorer skips the
+  prompts, the naive one projects everything);
+- answer tokens: the useful work, identical for both paths: the scored answer tokens the log
+  reports (gt + paraphrase + perturbed) plus the generated tokens (the decoded generations
+  re-tokenised; EOS not counted).
+Achieved FLOP/s is the usual dense-transformer estimate 2 * n_params * model tokens / seconds: it
+ignores attention-score FLOPs (small at these lengths) and charges the vocabulary projection at
+every position, which overstates the fast path's work a little (it projects fewer positions).
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+import torch
+
+from forgetbench.data.logs import SET_FILES, EvalLog, SetLog
+from forgetbench.errors import DataError, ForgetbenchError
+from forgetbench.eval import tofu_eval
+from forgetbench.eval.outputs import greedy_generate, score_answers_naive
+from forgetbench.eval.summary import summarize
+from forgetbench.metrics.rouge import rouge_recall
+from forgetbench.modeling import PromptTemplate
+from forgetbench.records import QARecord
+
+TOLERANCE = 1e-5  # absolute, on every number of the log and of the summary
+# Summed losses are compared per answer token, like their avg_* twins: a sum of ~30 fp32 token
+# log-probs of ~100 nats carries ~1e-5 of rounding whichever path computes it, while 1e-5 per
+# token is what the metrics can see.
+SUMMED_LOSSES = {
+    "gt_loss": "num_token_gt",
+    "paraphrased_loss": "num_token_paraphrased",
+    "perturb_loss": "num_token_perturb",
+}
+PHASES = ("scoring", "generation")
+
+
+class PathsDiffer(ForgetbenchError):
+    """The fast and the naive evaluation disagree: the fast path has a bug (or lost precision)."""
+
+    exit_code = 1
+
+
+@dataclass
+class Meter:
+    """Wall time and model work per phase, recorded by forward hooks while a phase is open."""
+
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    model_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    projections: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    current: str | None = None
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        previous, self.current = self.current, name
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] += time.perf_counter() - started
+            self.current = previous
+
+    @contextmanager
+    def attached(self, model: Any) -> Iterator[Meter]:
+        def count_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            if ids is not None and self.current is not None:
+                self.model_tokens[self.current] += int(ids.numel())
+
+        def count_projections(module: Any, args: tuple, output: torch.Tensor) -> None:
+            if self.current is not None:
+                self.projections[self.current] += int(output.shape[:-1].numel())
+
+        handles = [model.register_forward_pre_hook(count_inputs, with_kwargs=True)]
+        head = model.get_output_embeddings()
+        if head is not None:
+            handles.append(head.register_forward_hook(count_projections))
+        try:
+            yield self
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def evaluate_tofu_naive(
+    model: Any,
+    tokenizer: Any,
+    template: PromptTemplate,
+    sets: Mapping[str, Sequence[QARecord]],
+    *,
+    max_new_tokens: int,
+    max_length: int = 512,
+    meter: Meter | None = None,
+) -> EvalLog:
+    """The reference for `evaluate_tofu`: same log, computed one question and one answer at a time.
+    Kept deliberately simple (and independent of `tofu_eval._question_rows`) so that the two can
+    check each other."""
+    meter = meter or Meter()
+    logs = {}
+    for name in SET_FILES:
+        if name not in sets:
+            continue
+        rows = [
+            _naive_row(
+                record, model, tokenizer, template,
+                max_new_tokens=max_new_tokens, max_length=max_length, meter=meter,
+            )
+            for record in sets[name]
+        ]  # fmt: skip
+        fields = {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
+        logs[name] = SetLog(name, tuple(str(i) for i in range(len(rows))), fields)
+    return EvalLog("naive", logs)
+
+
+def _naive_row(
+    record: QARecord,
+    model: Any,
+    tokenizer: Any,
+    template: PromptTemplate,
+    *,
+    max_new_tokens: int,
+    max_length: int,
+    meter: Meter,
+) -> dict[str, Any]:
+    prompt = template.prompt(record.question, tokenizer)
+    # TOFU scores the answer itself where a set has no paraphrase (Real Authors, World Facts).
+    para = record.paraphrased_answer if record.paraphrased_answer is not None else record.answer
+    answers = [record.answer, para, *record.perturbed_answers]
+    with meter.phase("scoring"):
+        gt, pa, *pert = score_answers_naive(
+            model, tokenizer, [(prompt, a) for a in answers], max_length=max_length
+        )
+    with meter.phase("generation"):
+        (generation,) = greedy_generate(
+            model, tokenizer, [prompt], max_new_tokens=max_new_tokens, batch_size=1
+        )
+    rouge = rouge_recall([generation], [record.answer])
+    perturb = [s.mean_loss for s in pert]
+    return {
+        "avg_gt_loss": gt.mean_loss,
+        "gt_loss": -gt.logprob_sum,
+        "num_token_gt": gt.tokens,
+        "avg_paraphrased_loss": pa.mean_loss,
+        "paraphrased_loss": -pa.logprob_sum,
+        "num_token_paraphrased": pa.tokens,
+        "average_perturb_loss": perturb,
+        "perturb_loss": [-s.logprob_sum for s in pert],
+        "num_token_perturb": [s.tokens for s in pert],
+        "rouge1_recall": float(rouge["rouge1_recall"][0]),
+        "rougeL_recall": float(rouge["rougeL_recall"][0]),
+        "generated_text": [prompt, generation, record.answer],
+        "gt_argmax_matches": gt.argmax_matches.astype(int).tolist(),
+        "truth_ratio": math.exp(pa.mean_loss - sum(perturb) / len(perturb)),
+    }
+
+
+@dataclass
+class Differences:
+    max_abs: float = 0.0
+    where: str = ""
+    mismatches: list[str] = field(default_factory=list)  # beyond tolerance, or not comparable
+
+    def number(self, where: str, a: float, b: float) -> None:
+        diff = abs(float(a) - float(b))
+        if math.isnan(diff):
+            diff = 0.0 if math.isnan(float(a)) and math.isnan(float(b)) else math.inf
+        if diff > self.max_abs:
+            self.max_abs, self.where = diff, where
+        if diff > TOLERANCE:
+            self.mismatches.append(f"{where}: {a!r} vs {b!r}")
+
+    def values(self, where: str, a: Any, b: Any) -> None:
+        if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            if len(a) != len(b):
+                self.mismatches.append(f"{where}: {len(a)} items vs {len(b)}")
+                return
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                self.values(f"{where}[{i}]", x, y)
+        elif isinstance(a, bool | str) or isinstance(b, bool | str) or a is None or b is None:
+            if a != b:
+                self.mismatches.append(f"{where}: {a!r} vs {b!r}")
+        elif isinstance(a, int | float) and isinstance(b, int | float):
+            self.number(where, a, b)
+        else:
+            self.mismatches.append(f"{where}: cannot compare {type(a).__name__}")
+
+    @property
+    def identical(self) -> bool:
+        return not self.mismatches
+
+
+def compare_logs(fast: EvalLog, naive: EvalLog) -> Differences:
+    """Every field of every question, then the 12 sub-scores and model utility."""
+    diff = Differences()
+    for name in sorted(set(fast.sets) | set(naive.sets)):
+        if name not in fast.sets or name not in naive.sets:
+            diff.mismatches.append(f"{name}: set missing from one path")
+            continue
+        a, b = fast.sets[name], naive.sets[name]
+        if a.keys != b.keys:
+            diff.mismatches.append(f"{name}: {len(a.keys)} questions vs {len(b.keys)}")
+            continue
+        for key in sorted(set(a.fields) | set(b.fields)):
+            if key not in a.fields or key not in b.fields:
+                diff.mismatches.append(f"{name}/{key}: field missing from one path")
+                continue
+            if key in SUMMED_LOSSES and SUMMED_LOSSES[key] in a.fields:
+                counts = a.fields[SUMMED_LOSSES[key]]
+                diff.values(
+                    f"{name}/{key} per token",
+                    _per_token(a.fields[key], counts),
+                    _per_token(b.fields[key], counts),
+                )
+            else:
+                diff.values(f"{name}/{key}", a.fields[key], b.fields[key])
+    if set(SET_FILES) <= set(fast.sets) and set(SET_FILES) <= set(naive.sets):
+        naive_scores = summarize(naive)
+        for key, value in summarize(fast).items():
+            diff.number(f"summary/{key}", value, naive_scores[key])
+    return diff
+
+
+def _per_token(sums: Any, counts: Any) -> Any:
+    if isinstance(sums, list | tuple) and isinstance(counts, list | tuple):
+        if len(sums) != len(counts):
+            return sums  # the length mismatch is reported on the comparison
+        return [_per_token(s, n) for s, n in zip(sums, counts, strict=True)]
+    if isinstance(sums, int | float) and isinstance(counts, int) and counts > 0:
+        return sums / counts
+    return sums
+
+
+def bench_evaluation(
+    model: Any,
+    tokenizer: Any,
+    template: PromptTemplate,
+    sets: Mapping[str, Sequence[QARecord]],
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    max_length: int = 512,
+) -> dict[str, Any]:
+    """Run both paths on the same model and sets (naive first, after one warm-up question) and
+    report times, throughput and how far apart their numbers are. Raises nothing on a mismatch:
+    the caller decides (the CLI exits non-zero)."""
+    records = [r for name in SET_FILES for r in sets.get(name, ())]
+    if not records:
+        raise DataError("no evaluation questions to time", "check --data and --split")
+    # Warm-up outside the clock: first calls pay for lazy initialisation (kernels, the ROUGE
+    # stemmer, the tokenizer's caches), which would be charged to whichever path ran first.
+    evaluate_tofu_naive(
+        model, tokenizer, template, {"forget": records[:1]},
+        max_new_tokens=min(max_new_tokens, 8), max_length=max_length,
+    )  # fmt: skip
+    naive_meter, fast_meter = Meter(), Meter()
+    with naive_meter.attached(model):
+        started = time.perf_counter()
+        naive = evaluate_tofu_naive(
+            model, tokenizer, template, sets,
+            max_new_tokens=max_new_tokens, max_length=max_length, meter=naive_meter,
+        )  # fmt: skip
+        naive_seconds = time.perf_counter() - started
+    naive_rss = peak_rss_mib()
+    with fast_meter.attached(model), _timed_fast_path(fast_meter):
+        started = time.perf_counter()
+        fast = tofu_eval.evaluate_tofu(
+            model, tokenizer, template, sets,
+            max_new_tokens=max_new_tokens, batch_size=batch_size, max_length=max_length,
+        )  # fmt: skip
+        fast_seconds = time.perf_counter() - started
+    fast_rss = peak_rss_mib()
+    diff = compare_logs(fast, naive)
+    n_params = sum(p.numel() for p in model.parameters())
+    scored, generated = _answer_tokens(fast, tokenizer)
+    paths = {
+        "fast": _path_report(
+            fast_meter, fast_seconds, len(records), scored + generated, n_params, fast_rss
+        ),
+        "naive": _path_report(
+            naive_meter, naive_seconds, len(records), scored + generated, n_params, naive_rss
+        ),
+    }
+    return {
+        "questions": len(records),
+        "sets": {name: len(sets[name]) for name in SET_FILES if name in sets},
+        "n_params": n_params,
+        "batch_size": batch_size,
+        "max_new_tokens": max_new_tokens,
+        "torch_threads": torch.get_num_threads(),
+        "answer_tokens": {"scored": scored, "generated": generated},
+        "speedup": _ratio(naive_seconds, fast_seconds),
+        "scoring_speedup": _ratio(
+            naive_meter.seconds["scoring"], fast_meter.seconds["scoring"]
+        ),
+        "generation_speedup": _ratio(
+            naive_meter.seconds["generation"], fast_meter.seconds["generation"]
+        ),
+        "paths": paths,
+        "identical": diff.identical,
+        "tolerance": TOLERANCE,
+        "max_abs_diff": diff.max_abs,
+        "max_abs_diff_at": diff.where,
+        "mismatch_count": len(diff.mismatches),
+        "mismatches": diff.mismatches[:20],  # the first ones
+        "peak_rss_mib": peak_rss_mib(),
+        "scores": summarize(fast) if set(SET_FILES) <= set(fast.sets) else None,
+    }
+
+
+@contextmanager
+def _timed_fast_path(meter: Meter) -> Iterator[None]:
+    """Split the fast path's time into scoring and generation by wrapping, for the duration of the
+    run only, the two functions `evaluate_tofu` calls (looked up in its module at call time)."""
+
+    def timed(phase: str, function: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with meter.phase(phase):
+                return function(*args, **kwargs)
+
+        return wrapper
+
+    with (
+        mock.patch.object(
+            tofu_eval, "score_candidates", timed("scoring", tofu_eval.score_candidates)
+        ),
+        mock.patch.object(
+            tofu_eval, "greedy_generate", timed("generation", tofu_eval.greedy_generate)
+        ),
+    ):
+        yield
+
+
+def _answer_tokens(log: EvalLog, tokenizer: Any) -> tuple[int, int]:
+    scored = generated = 0
+    for s in log.sets.values():
+        scored += sum(s.fields["num_token_gt"]) + sum(s.fields["num_token_paraphrased"])
+        scored += sum(sum(row) for row in s.fields["num_token_perturb"])
+        for _, text, _ in s.fields["generated_text"]:
+            generated += len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return scored, generated
+
+
+def _path_report(
+    meter: Meter, seconds: float, questions: int, answer_tokens: int, n_params: int, rss: float
+) -> dict[str, Any]:
+    tokens = sum(meter.model_tokens.values())
+    return {
+        "seconds": round(seconds, 3),
+        "scoring_seconds": round(meter.seconds["scoring"], 3),
+        "generation_seconds": round(meter.seconds["generation"], 3),
+        "other_seconds": round(seconds - sum(meter.seconds.values()), 3),  # ROUGE, bookkeeping
+        "questions_per_s": round(questions / seconds, 2),
+        "answer_tokens_per_s": round(answer_tokens / seconds, 1),
+        "model_tokens": {**meter.model_tokens, "total": tokens},
+        "vocab_projections": {**meter.projections, "total": sum(meter.projections.values())},
+        "flop_per_s": float(f"{2 * n_params * tokens / seconds:.4g}"),
+        "peak_rss_mib": rss,
+    }
+
+
+def _ratio(slow: float, fast: float) -> float | None:
+    return round(slow / fast, 2) if fast > 0 else None
+
+
+def peak_rss_mib() -> float:
+    """The process's resident-set high-water mark so far (it never goes down)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)

@@ -1,0 +1,70 @@
+"""Membership inference and memorisation for one model, from one scoring pass over members
+(the forget set) and non-members (a held-out set of the same distribution)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from forgetbench.eval.distributed import sharded_map
+from forgetbench.eval.outputs import AnswerScore, score_answers
+from forgetbench.metrics import mia
+from forgetbench.metrics.memorisation import exact_memorisation, extraction_strength
+
+
+def attack_scores(
+    scores: Sequence[AnswerScore], texts: Sequence[str], *, k: float = 0.4
+) -> dict[str, np.ndarray]:
+    """Per item membership scores (higher = member) of every attack in `mia.ATTACKS`."""
+    logps = [s.token_logps for s in scores]
+    return {
+        "loss": mia.loss_score(logps),
+        "zlib": mia.zlib_score(logps, texts),
+        "min_k": mia.min_k_score(logps, k=k),
+        "min_k_plus_plus": mia.min_k_plus_plus_score(
+            logps, [s.token_mean for s in scores], [s.token_std for s in scores], k=k
+        ),
+    }
+
+
+def evaluate_mia(
+    members: Sequence[tuple[str, str]],
+    nonmembers: Sequence[tuple[str, str]],
+    model: Any,
+    tokenizer: Any,
+    *,
+    batch_size: int,
+    k: float = 0.4,
+    prefix: str = "mia",
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """AUC of each attack separating `members` from `nonmembers` ((prompt, answer) pairs; the
+    answer is what is scored). Returns `{f"{prefix}/{attack}": auc}` and per-item logs."""
+    if not members or not nonmembers:
+        raise ValueError("membership inference needs members and non-members")
+    pairs = [*members, *nonmembers]
+    scored = sharded_map(
+        lambda shard: score_answers(model, tokenizer, shard, batch_size=batch_size), pairs
+    )
+    per_attack = attack_scores(scored, [a for _, a in pairs], k=k)
+    n = len(members)
+    result = {
+        f"{prefix}/{name}": mia.attack_auc(values[:n], values[n:])
+        for name, values in per_attack.items()
+    }
+    log = [
+        {"member": i < n, **{name: float(values[i]) for name, values in per_attack.items()}}
+        for i in range(len(pairs))
+    ]
+    return result, log
+
+
+def memorisation_scores(matches: Sequence[np.ndarray]) -> dict[str, float]:
+    """Mean exact memorisation and extraction strength over answers (teacher-forced argmax
+    matches, as stored in our TOFU logs' `gt_argmax_matches`)."""
+    arrays = [np.asarray(m, dtype=bool) for m in matches]
+    return {
+        "exact_memorisation": float(np.mean(exact_memorisation(arrays))),
+        "extraction_strength": float(np.mean(extraction_strength(arrays))),
+    }

@@ -1,0 +1,199 @@
+"""Every metric for one model, written as per-question logs plus a flat summary, cached so a
+rerun (or a resumed study) never evaluates the same model twice."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forgetbench import __version__
+from forgetbench.config import EvalConfig
+from forgetbench.data.logs import EvalLog, read_eval_log, write_eval_log
+from forgetbench.data.tofu import load_tofu
+from forgetbench.eval.distributed import is_main_process
+from forgetbench.eval.summary import compare, summarize
+from forgetbench.io import atomic_write_json, read_json
+from forgetbench.metrics import mia as mia_metrics
+
+AGGREGATED_NAME = "eval_log_aggregated.json"  # TOFU's file name, so its tooling reads ours
+EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have
+SUMMARY_NAME = "summary.json"
+PRIVLEAK_ATTACK = "min_k"  # MUSE / open-unlearning report privleak with Min-K%
+
+
+def tofu_root(data: str | Path) -> Path:
+    source = Path(data)
+    if (source / "manifest.json").is_file() and (source / "tofu").is_dir():
+        return source / "tofu"
+    return source
+
+
+def data_root(data: str | Path) -> Path:
+    """The miniature's folder when `data` is it or its `tofu/` subfolder, else `data`."""
+    source = Path(data)
+    if source.name == "tofu" and (source.parent / "manifest.json").is_file():
+        return source.parent
+    return source
+
+
+def _model_identity(model_dir: str | Path) -> str:
+    path = Path(model_dir)
+    weights = sorted(path.glob("*.safetensors")) if path.is_dir() else []
+    stamp = [(w.name, w.stat().st_size, w.stat().st_mtime_ns) for w in weights]
+    return json.dumps([str(path.resolve()) if path.exists() else str(model_dir), stamp])
+
+
+def evaluation_key(
+    model_dir: str | Path, data: str | Path, split: str, options: EvalConfig, benchmark: str
+) -> str:
+    blob = json.dumps(
+        [
+            __version__,
+            _model_identity(model_dir),
+            str(Path(data).resolve()),
+            split,
+            benchmark,
+            options.model_dump(),
+        ]
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def background_mc_accuracy(log: EvalLog) -> float:
+    """Utility as multiple-choice accuracy on the background-knowledge sets: a question counts
+    when its true answer is more likely (per token) than every perturbed one. The offline
+    stand-in for MMLU accuracy in LUME's final score."""
+    hits = []
+    for name in ("real_authors", "world_facts"):
+        s = log.require(name, purpose="background accuracy")
+        hits += list(s.gt_loss < s.perturbed_loss.min(axis=1))
+    return float(np.mean(hits))
+
+
+def evaluate_model(
+    model: Any,
+    tokenizer: Any,
+    template: Any,
+    *,
+    data: str | Path,
+    split: str,
+    benchmark: str,
+    options: EvalConfig,
+    max_length: int,
+) -> tuple[EvalLog | None, dict[str, Any], dict[str, Any]]:
+    """(TOFU log or None, scores, extra per-item logs) for one loaded model."""
+    from forgetbench.eval.formats_eval import evaluate_formats
+    from forgetbench.eval.lume_eval import evaluate_lume
+    from forgetbench.eval.privacy_eval import evaluate_mia, memorisation_scores
+    from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets
+
+    scores: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    log = None
+    root = data_root(data)
+    if benchmark == "lume":
+        lume_scores, extra["lume"] = evaluate_lume(
+            root,
+            model,
+            tokenizer,
+            batch_size=options.batch_size,
+            max_new_tokens=options.max_new_tokens,
+        )
+        return None, lume_scores, extra
+    sets = tofu_eval_sets(tofu_root(data), split)
+    log = evaluate_tofu(
+        model, tokenizer, template, sets,
+        max_new_tokens=options.max_new_tokens, batch_size=options.batch_size, max_length=max_length,
+    )  # fmt: skip
+    scores.update(summarize(log, form=options.truth_ratio_form))
+    scores["utility/mc_accuracy"] = background_mc_accuracy(log)
+    forget = log.require("forget", purpose="memorisation")
+    if "gt_argmax_matches" in forget.fields:
+        scores.update(memorisation_scores(forget.fields["gt_argmax_matches"]))
+    holdout = split.replace("forget", "holdout")
+    if options.mia and (tofu_root(data) / f"{holdout}.json").is_file():
+        members = [
+            (template.prompt(r.question, tokenizer), r.answer)
+            for r in load_tofu(tofu_root(data), split)
+        ]
+        nonmembers = [
+            (template.prompt(r.question, tokenizer), r.answer)
+            for r in load_tofu(tofu_root(data), holdout)
+        ]
+        mia_scores, extra["mia"] = evaluate_mia(
+            members, nonmembers, model, tokenizer, batch_size=options.batch_size, k=options.mia_k
+        )
+        scores.update(mia_scores)
+    if options.formats and (root / "formats").is_dir():
+        format_scores, extra["formats"] = evaluate_formats(
+            root, model, tokenizer, template,
+            batch_size=options.batch_size, max_new_tokens=options.max_new_tokens,
+        )  # fmt: skip
+        scores.update(format_scores)
+    if options.lume and (root / "lume" / "forget.jsonl").is_file():
+        lume_scores, extra["lume"] = evaluate_lume(
+            root / "lume", model, tokenizer,
+            batch_size=options.batch_size, max_new_tokens=options.max_new_tokens,
+            utility=scores["utility/mc_accuracy"],
+        )  # fmt: skip
+        scores.update(lume_scores)
+    return log, scores, extra
+
+
+def relative_scores(
+    candidate: EvalLog | None,
+    scores: dict[str, Any],
+    reference: EvalLog | None,
+    reference_scores: dict[str, Any] | None,
+    *,
+    form: str,
+) -> dict[str, Any]:
+    """What needs a retain model: forget quality (and the retain-set KS p-value) from the two
+    TOFU logs, privleak from the two MIA AUCs."""
+    out: dict[str, Any] = {}
+    if candidate is not None and reference is not None:
+        compared = compare(reference, candidate, form=form)  # type: ignore[arg-type]
+        out["forget_quality"] = compared["forget_quality"]
+        out["retain_ks_pvalue"] = compared["retain_ks_pvalue"]
+        out["forget/questions"] = compared["forget/questions"]
+    key = f"mia/{PRIVLEAK_ATTACK}"
+    if reference_scores and key in scores and key in reference_scores:
+        retain_auc = reference_scores[key]
+        out["privleak"] = (
+            None if retain_auc >= 1.0 else mia_metrics.privleak(scores[key], retain_auc)
+        )
+    return out
+
+
+def cached_evaluation(out: Path, key: str) -> tuple[EvalLog | None, dict[str, Any]] | None:
+    summary_path = out / SUMMARY_NAME
+    if not summary_path.is_file():
+        return None
+    summary = read_json(summary_path)
+    if summary.get("key") != key:
+        return None
+    log = read_eval_log(out / AGGREGATED_NAME) if (out / AGGREGATED_NAME).is_file() else None
+    return log, summary["scores"]
+
+
+def write_evaluation(
+    out: Path,
+    key: str,
+    log: EvalLog | None,
+    scores: dict[str, Any],
+    extra: dict[str, Any],
+    info: dict[str, Any],
+) -> None:
+    """Logs first, summary last: a summary on disk means the evaluation finished."""
+    if not is_main_process():
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    if log is not None:
+        write_eval_log(out / AGGREGATED_NAME, log)
+    if extra:
+        atomic_write_json(out / EXTRA_NAME, extra)
+    atomic_write_json(out / SUMMARY_NAME, {"key": key, "scores": scores, **info})

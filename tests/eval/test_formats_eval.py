@@ -1,0 +1,64 @@
+"""Format scoring on a real tiny model: a rigged next-token bias for the option letters, and the
+cloze span probability against a direct computation."""
+
+import math
+
+import pytest
+import torch
+
+from forgetbench.eval.formats_eval import score_cloze, score_multiple_choice
+from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.records import ClozeRecord, MCRecord
+from toy import toy_tokenizer
+
+TEMPLATE = PromptTemplate("question_answer")
+
+
+@pytest.fixture(scope="module")
+def model_and_tokenizer():
+    tokenizer = toy_tokenizer()
+    return build_tiny_model(tokenizer, seed=3).eval(), tokenizer
+
+
+def _letter_id(tokenizer, letter):
+    return tokenizer(f" {letter}", add_special_tokens=False)["input_ids"][-1]
+
+
+def test_multiple_choice_compares_only_the_letters_offered(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    bias = torch.zeros(model.config.vocab_size)
+    bias[_letter_id(tokenizer, "C")] = 60.0  # C dominates wherever it is offered
+    bias[_letter_id(tokenizer, "B")] = 30.0
+    hook = model.lm_head.register_forward_hook(lambda module, args, out: out + bias)
+    try:
+        two = MCRecord(
+            "Question: Where was Alma Rook born?\\nA. Oslo\\nB. Lima\\nAnswer:", ("Oslo", "Lima"), 0
+        )
+        three = MCRecord(
+            "Question: Where was Alma Rook born?\\nA. Oslo\\nB. Lima\\nC. Riga\\nAnswer:",
+            ("Oslo", "Lima", "Riga"),
+            2,
+        )
+        items = score_multiple_choice([two, three], model, tokenizer, TEMPLATE, batch_size=4)
+    finally:
+        hook.remove()
+    assert set(items[0]["letter_logprobs"]) == {"A", "B"}
+    assert items[0]["success"] == 0.0  # B chosen, A was right; C was never a candidate
+    assert items[1]["success"] == 1.0  # C chosen and right
+    assert items[1]["letter_logprobs"]["C"] > items[1]["letter_logprobs"]["B"]
+
+
+def test_cloze_is_the_length_normalised_probability_of_the_span(model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    record = ClozeRecord("Where was Bex Tarn born?", "Bex Tarn was born in ", "Lima")
+    (item,) = score_cloze([record], model, tokenizer, TEMPLATE, batch_size=2)
+    prompt = tokenizer(TEMPLATE.prompt(record.question), add_special_tokens=True)["input_ids"]
+    answer = tokenizer(record.prefix + record.span, add_special_tokens=False)["input_ids"]
+    head = tokenizer(record.prefix.rstrip(), add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([prompt + answer])
+    with torch.no_grad():
+        logps = torch.log_softmax(model(input_ids=ids).logits[0].double(), -1)
+    span_positions = range(len(prompt) + len(head), len(prompt) + len(answer))
+    total = sum(logps[t - 1, ids[0, t]].item() for t in span_positions)
+    assert item["tokens"] == len(answer) - len(head) >= 1
+    assert item["probability"] == pytest.approx(math.exp(total / item["tokens"]), rel=1e-5)

@@ -1,0 +1,33 @@
+"""`forgetbench eval --benchmark lume` end to end on the real LUME files with a tiny model. The
+numbers mean nothing for a model never trained on LUME; the test checks coverage and counts."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from forgetbench.cli import main
+from forgetbench.data.lume import load_lume
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_task_split_and_kind_of_the_real_files_is_scored(tiny_study, shared_data, tmp_path):
+    finetuned = tiny_study[3].model_dir
+    lume = shared_data / "lume"
+    out = tmp_path / "lume-eval"
+    argv = ["eval", "--benchmark", "lume", "--model", str(finetuned), "--data", str(lume)]
+    argv += ["--out", str(out), "eval.max_new_tokens=4", "eval.batch_size=64", "--json"]
+    assert main(argv) == 0
+    scores = json.loads((out / "summary.json").read_text())["scores"]
+    extra = json.loads((out / "extra_log.json").read_text())["lume"]
+    for split in ("forget", "retain"):
+        expected = Counter((r.task, r.kind) for r in load_lume(lume, split))
+        assert {(t, k) for t in (1, 2, 3) for k in ("regurgitation", "knowledge")} == set(expected)
+        got = Counter((item["task"], item["kind"]) for item in extra[split])
+        assert got == expected
+        for task, kind in expected:
+            assert 0.0 <= scores[f"lume/{kind}/Task{task}/{split}"] <= 1.0
+    assert 0.0 <= scores["lume/task_aggregate"] <= 1.0
+    # The shared LUME release has no held-out documents, so there is no MIA score to report.
+    assert scores["lume/mia_score"] is None and scores["lume/final"] is None

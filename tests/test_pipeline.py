@@ -1,0 +1,77 @@
+"""`forgetbench run --scale tiny`: every method, every metric, results folder and report, on the
+session's tiny study (its cached models are reused, as a resumed run reuses them)."""
+
+import csv
+import json
+
+import pytest
+
+from forgetbench.cli import main
+from forgetbench.config import METHOD_NAMES
+
+pytestmark = pytest.mark.slow
+
+TOFU_SUBSCORES = [
+    f"{s}/{m}"
+    for s in ("forget", "retain", "real_authors", "world_facts")
+    for m in ("probability", "rougeL", "truth_ratio")
+]
+# Two epochs keep the suite fast: two snapshots per method, the second one final.
+ARGS = ["--scale", "tiny", "--splits", "forget10", "unlearn.epochs=2", "eval.max_new_tokens=48"]
+
+
+@pytest.fixture(scope="module")
+def study(tiny_study):
+    run = tiny_study[0]
+    assert main(["run", *ARGS, "--out", str(run), "--json", "--no-progress"]) == 0
+    return run
+
+
+def test_every_method_has_a_trajectory_and_every_metric(study):
+    results = json.loads((study / "results.json").read_text())
+    rows = results["rows"]
+    references = {r["method"] for r in rows if r["step"] == 0}
+    assert references == {"retain", "finetuned", "base"}
+    for method in METHOD_NAMES:
+        steps = sorted(r["step"] for r in rows if r["method"] == method)
+        assert len(steps) == 2 and steps[0] > 0, method
+        final = next(r for r in rows if r["method"] == method and r["step"] == steps[-1])
+        for key in ["forget_quality", "model_utility", "privleak", *TOFU_SUBSCORES]:
+            assert final[key] is not None, (method, key)
+        assert "formats/mcqa/forget" in final and "lume/task_aggregate" in final
+        assert "mia/min_k_plus_plus" in final and "exact_memorisation" in final
+        middle = next(r for r in rows if r["method"] == method and r["step"] == steps[0])
+        assert "mia/loss" in middle and "formats/mcqa/forget" not in middle
+    retain = next(r for r in rows if r["method"] == "retain")
+    finetuned = next(r for r in rows if r["method"] == "finetuned")
+    assert retain["forget_quality"] == pytest.approx(1.0)
+    assert finetuned["forget_quality"] < 0.05
+    ga = max((r for r in rows if r["method"] == "grad_ascent"), key=lambda r: r["step"])
+    assert ga["forget/probability"] < finetuned["forget/probability"]
+    assert results["examples"] and {"question", "generation", "ground_truth"} <= set(
+        results["examples"][0]
+    )
+    assert results["seed"] == 0 and "total" in results["timings"]
+    with (study / "results.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == len(rows)
+    html = (study / "report.html").read_text()
+    assert 'id="fq-plane-forget10"' in html and 'id="formats-forget10"' in html
+    for row in rows:
+        assert (study / row["log"] / "summary.json").is_file()
+
+
+def test_a_finished_study_reruns_from_its_caches_with_the_same_numbers(study, capsys):
+    before = json.loads((study / "results.json").read_text())
+    capsys.readouterr()
+    assert main(["run", *ARGS, "--out", str(study), "--json", "--no-progress"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed["report"].endswith("report.html")
+    after = json.loads((study / "results.json").read_text())
+    assert after["rows"] == before["rows"] == printed["rows"]
+    assert after["timings"]["total"] < 60
+
+
+def test_report_rebuilds_from_results_alone(study, capsys):
+    (study / "report.html").unlink()
+    assert main(["report", str(study), "--json"]) == 0
+    assert (study / "report.html").is_file()

@@ -359,6 +359,19 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
             log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
         )
     )
+    if config.eval.lm_eval_tasks:
+        from forgetbench.eval.lmeval import lm_eval_utility
+
+        utility = lm_eval_utility(
+            args.model,
+            config.eval.lm_eval_tasks,
+            batch_size=config.eval.batch_size,
+            apply_chat_template=config.eval.lm_eval_chat_template,
+            dtype=config.model.dtype,
+            trust_remote_code=config.model.trust_remote_code,
+            include_path=config.eval.lm_eval_include_path,
+        )
+        scores.update({f"lm_eval/{key}": value for key, value in utility.items()})
     key = evaluation_key(args.model, args.data, config.benchmark.split, config.eval, benchmark)
     info = {
         "model": args.model,

@@ -87,6 +87,10 @@ class EvalConfig(_Section):
     mia: bool = True  # membership inference: forget set vs its holdout split
     mia_k: float = Field(0.4, gt=0, le=1)  # Min-K% / Min-K%++ fraction
     lume: bool = True  # LUME tasks, where the data has them (a `lume/` folder)
+    # Utility through lm-evaluation-harness (`pip install forgetbench[lmeval]`), e.g. [mmlu].
+    lm_eval_tasks: list[str] = Field(default_factory=list)
+    lm_eval_chat_template: bool = False
+    lm_eval_include_path: str | None = None
 
 
 class StudyConfig(_Section):

@@ -4,8 +4,9 @@ The fast path is `evaluate_tofu` as `forgetbench eval` runs it. The naive path i
 implementation it replaces: one question at a time, every candidate answer re-encoded together
 with its prompt (`score_answers_naive`: no KV cache, no de-duplication, logits over every
 position) and one greedy generation per prompt. Both must write the same TOFU log, field by field
-(numbers within 1e-5 absolute, strings identical), and the same 12 sub-scores and model utility;
-the speedup is only reported for logs that agree.
+(strings identical, numbers within 1e-5 absolute; summed losses per answer token and the truth
+ratio as its log, see TOLERANCE) and the same 12 sub-scores and model utility; a disagreement
+makes the command fail.
 
 What is counted, on the model both paths run (forward hooks, so nothing is estimated by hand):
 - model tokens: positions run through the model, prompts and padding included (padding costs the
@@ -43,10 +44,14 @@ from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import PromptTemplate
 from forgetbench.records import QARecord
 
-TOLERANCE = 1e-5  # absolute, on every number of the log and of the summary
-# Summed losses are compared per answer token, like their avg_* twins: a sum of ~30 fp32 token
-# log-probs of ~100 nats carries ~1e-5 of rounding whichever path computes it, while 1e-5 per
-# token is what the metrics can see.
+# Absolute, on every number of the log and of the summary, with two rescalings where 1e-5 would
+# test float32 rounding rather than the scorer (the paths batch and cache differently, so their
+# fp32 sums round differently; a bf16 model cannot meet 1e-5 at all):
+# - summed losses (gt_loss, ...) are compared per answer token, like their avg_* twins: a sum of
+#   ~30 token log-probs totalling ~100 nats carries ~1e-5 of rounding whoever computes it;
+# - the truth ratio, exp(loss difference), is compared as its log (the loss difference): a ratio
+#   of 40 moves by 4e-5 when the losses move by 1e-6.
+TOLERANCE = 1e-5
 SUMMED_LOSSES = {
     "gt_loss": "num_token_gt",
     "paraphrased_loss": "num_token_paraphrased",
@@ -120,6 +125,8 @@ def evaluate_tofu_naive(
     for name in SET_FILES:
         if name not in sets:
             continue
+        if any(not r.perturbed_answers for r in sets[name]):
+            raise DataError(f"{name} set: a question has no perturbed answers (TOFU needs them)")
         rows = [
             _naive_row(
                 record, model, tokenizer, template,
@@ -224,7 +231,9 @@ def compare_logs(fast: EvalLog, naive: EvalLog) -> Differences:
             if key not in a.fields or key not in b.fields:
                 diff.mismatches.append(f"{name}/{key}: field missing from one path")
                 continue
-            if key in SUMMED_LOSSES and SUMMED_LOSSES[key] in a.fields:
+            if key == "truth_ratio":
+                diff.values(f"{name}/log truth_ratio", _log(a.fields[key]), _log(b.fields[key]))
+            elif key in SUMMED_LOSSES and SUMMED_LOSSES[key] in a.fields:
                 counts = a.fields[SUMMED_LOSSES[key]]
                 diff.values(
                     f"{name}/{key} per token",
@@ -238,6 +247,10 @@ def compare_logs(fast: EvalLog, naive: EvalLog) -> Differences:
         for key, value in summarize(fast).items():
             diff.number(f"summary/{key}", value, naive_scores[key])
     return diff
+
+
+def _log(values: list[Any]) -> list[Any]:
+    return [math.log(v) if isinstance(v, int | float) and v > 0 else v for v in values]
 
 
 def _per_token(sums: Any, counts: Any) -> Any:
@@ -261,8 +274,8 @@ def bench_evaluation(
     max_length: int = 512,
 ) -> dict[str, Any]:
     """Run both paths on the same model and sets (naive first, after one warm-up question) and
-    report times, throughput and how far apart their numbers are. Raises nothing on a mismatch:
-    the caller decides (the CLI exits non-zero)."""
+    report times, throughput, peak memory and how far apart their numbers are. Raises nothing on
+    a mismatch: the caller decides (the CLI exits non-zero)."""
     records = [r for name in SET_FILES for r in sets.get(name, ())]
     if not records:
         raise DataError("no evaluation questions to time", "check --data and --split")
@@ -273,6 +286,8 @@ def bench_evaluation(
         max_new_tokens=min(max_new_tokens, 8), max_length=max_length,
     )  # fmt: skip
     naive_meter, fast_meter = Meter(), Meter()
+    lifetime_rss = peak_rss_mib()  # loading (and training, for the built-in model) included
+    per_path_rss = reset_peak_rss()
     with naive_meter.attached(model):
         started = time.perf_counter()
         naive = evaluate_tofu_naive(
@@ -281,6 +296,7 @@ def bench_evaluation(
         )  # fmt: skip
         naive_seconds = time.perf_counter() - started
     naive_rss = peak_rss_mib()
+    reset_peak_rss()
     with fast_meter.attached(model), _timed_fast_path(fast_meter):
         started = time.perf_counter()
         fast = tofu_eval.evaluate_tofu(
@@ -309,9 +325,7 @@ def bench_evaluation(
         "torch_threads": torch.get_num_threads(),
         "answer_tokens": {"scored": scored, "generated": generated},
         "speedup": _ratio(naive_seconds, fast_seconds),
-        "scoring_speedup": _ratio(
-            naive_meter.seconds["scoring"], fast_meter.seconds["scoring"]
-        ),
+        "scoring_speedup": _ratio(naive_meter.seconds["scoring"], fast_meter.seconds["scoring"]),
         "generation_speedup": _ratio(
             naive_meter.seconds["generation"], fast_meter.seconds["generation"]
         ),
@@ -322,7 +336,10 @@ def bench_evaluation(
         "max_abs_diff_at": diff.where,
         "mismatch_count": len(diff.mismatches),
         "mismatches": diff.mismatches[:20],  # the first ones
-        "peak_rss_mib": peak_rss_mib(),
+        # Each path's own peak when the kernel lets us reset the high-water mark (Linux), else
+        # the process's peak so far (naive runs first).
+        "peak_rss_per_path": per_path_rss,
+        "peak_rss_mib": max(lifetime_rss, naive_rss, fast_rss),
         "scores": summarize(fast) if set(SET_FILES) <= set(fast.sets) else None,
     }
 
@@ -382,8 +399,19 @@ def _ratio(slow: float, fast: float) -> float | None:
     return round(slow / fast, 2) if fast > 0 else None
 
 
+def reset_peak_rss() -> bool:
+    """Restart the resident-set high-water mark `getrusage` reports from the current RSS (Linux:
+    writing 5 to /proc/self/clear_refs resets VmHWM); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:
+        return False
+    return True
+
+
 def peak_rss_mib() -> float:
-    """The process's resident-set high-water mark so far (it never goes down)."""
+    """The process's resident-set high-water mark since start or the last `reset_peak_rss`."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes.
     return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)

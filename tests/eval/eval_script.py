@@ -1,0 +1,54 @@
+"""Evaluate a saved model on a TOFU-layout folder; used by tests in-process and, as a subprocess,
+under `accelerate launch` (each process scores a shard; every process gets the gathered log).
+
+usage: eval_script.py MODEL_DIR DATA_DIR OUT_DIR [QUESTIONS_PER_SET]
+
+Writes OUT_DIR/rank{R}.json (the log process R holds) and OUT_DIR/layout{R}.json: the
+(rank, world size) `forgetbench.eval.distributed.process_layout` reports when it is the first to
+touch accelerate's state, then the layout the evaluation ran with.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from forgetbench.data.logs import EvalLog, write_eval_log  # noqa: E402
+from forgetbench.eval.distributed import process_layout  # noqa: E402
+from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets  # noqa: E402
+from forgetbench.modeling import PromptTemplate, load_model  # noqa: E402
+
+# Small batches, so every shard runs several of them and sorting by length matters.
+OPTIONS = {"max_new_tokens": 8, "batch_size": 4, "max_length": 256}
+
+
+def evaluate(model_dir: str | Path, data_dir: str | Path, questions: int) -> EvalLog:
+    model, tokenizer = load_model(model_dir)
+    sets = {
+        name: records[:questions] for name, records in tofu_eval_sets(data_dir, "forget10").items()
+    }
+    return evaluate_tofu(model, tokenizer, PromptTemplate("question_answer"), sets, **OPTIONS)
+
+
+def main() -> None:
+    from accelerate import PartialState
+
+    model_dir, data_dir, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    questions = int(sys.argv[4]) if len(sys.argv) > 4 else 7
+    bare = process_layout()
+    # A bare PartialState() ignores a CPU launch (it only sets up CPU process groups when told
+    # cpu=True), so start accelerate's state the way train/loop.py's Accelerator does.
+    PartialState._reset_state()
+    PartialState(cpu=not torch.cuda.is_available())
+    layout = process_layout()
+    log = evaluate(model_dir, data_dir, questions)
+    rank = layout[0]
+    write_eval_log(out / f"rank{rank}.json", log)
+    (out / f"layout{rank}.json").write_text(json.dumps({"bare": bare, "evaluated": layout}))
+
+
+if __name__ == "__main__":
+    main()

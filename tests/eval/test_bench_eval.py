@@ -1,0 +1,172 @@
+"""`forgetbench bench eval`: the naive reference and `evaluate_tofu` must write the same log (the
+real check of the fast scorer); the command reports its numbers as JSON. No timing assertions."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forgetbench.benchmarks.mini import generate_mini
+from forgetbench.cli import main
+from forgetbench.data.logs import EvalLog, SetLog
+from forgetbench.eval import bench
+from forgetbench.eval.bench import bench_evaluation, compare_logs, evaluate_tofu_naive
+from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets
+from forgetbench.modeling import PromptTemplate, build_tiny_model, save_model
+from toy import toy_tokenizer
+
+TEMPLATE = PromptTemplate("question_answer")
+SET_FILE_NAMES = (
+    "forget10_perturbed",
+    "retain_perturbed",
+    "real_authors_perturbed",
+    "world_facts_perturbed",
+)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A randomly initialised tiny model and the first 3 questions of each TOFU set of the tiny
+    miniature benchmark (a TOFU-layout folder)."""
+    root = tmp_path_factory.mktemp("bench-eval")
+    tokenizer = toy_tokenizer()
+    model = build_tiny_model(tokenizer, seed=0)
+    model_dir = save_model(model, tokenizer, root / "model")
+    generate_mini(root / "mini", scale="tiny", seed=0)
+    data = root / "data"
+    data.mkdir()
+    for name in SET_FILE_NAMES:
+        lines = (root / "mini" / "tofu" / f"{name}.json").read_text().splitlines()[:3]
+        (data / f"{name}.json").write_text("\n".join(lines) + "\n")
+    return model, tokenizer, model_dir, data, tofu_eval_sets(data, "forget10")
+
+
+def test_naive_and_fast_paths_write_the_same_log(study):
+    model, tokenizer, _, _, sets = study
+    options = {"max_new_tokens": 8, "max_length": 256}
+    fast = evaluate_tofu(model, tokenizer, TEMPLATE, sets, batch_size=4, **options)
+    naive = evaluate_tofu_naive(model, tokenizer, TEMPLATE, sets, **options)
+    diff = compare_logs(fast, naive)
+    assert diff.identical, diff.mismatches[:5]
+    assert 0 < diff.max_abs <= 1e-5  # different kernels: equal to float rounding, not bit-equal
+    for name, log in fast.sets.items():
+        assert set(naive.sets[name].fields) == set(log.fields)
+        assert naive.sets[name].fields["generated_text"] == log.fields["generated_text"]
+    # Real Authors / World Facts have no paraphrase: both paths score the answer in its place.
+    real = naive.sets["real_authors"]
+    assert real.fields["avg_paraphrased_loss"] == real.fields["avg_gt_loss"]
+
+
+def _log(**fields):
+    base = {
+        "avg_gt_loss": [1.0, 2.0],
+        "gt_loss": [10.0, 40.0],
+        "num_token_gt": [10, 20],
+        "perturb_loss": [[5.0, 6.0], [7.0, 8.0]],
+        "num_token_perturb": [[5, 6], [7, 8]],
+        "generated_text": [["q0", "a", "t"], ["q1", "b", "t"]],
+    }
+    return EvalLog("x", {"forget": SetLog("forget", ("0", "1"), {**base, **fields})})
+
+
+def test_compare_logs_reports_every_kind_of_difference():
+    assert compare_logs(_log(), _log()).identical
+    # Summed losses are compared per answer token: 1e-4 over 20 tokens is 5e-6 per token.
+    small = compare_logs(_log(), _log(gt_loss=[10.0, 40.0001]))
+    assert small.identical and small.max_abs == pytest.approx(5e-6)
+    diff = compare_logs(
+        _log(),
+        _log(
+            avg_gt_loss=[1.0, 2.0001],
+            perturb_loss=[[5.0, 6.0], [7.0]],
+            generated_text=[["q0", "a", "t"], ["q1", "c", "t"]],
+        ),
+    )
+    assert not diff.identical
+    assert diff.where == "forget/avg_gt_loss[1]" and diff.max_abs == pytest.approx(1e-4)
+    found = "\n".join(diff.mismatches)
+    assert "forget/avg_gt_loss[1]" in found
+    assert "forget/generated_text[1][1]: 'b' vs 'c'" in found
+    assert "forget/perturb_loss per token[1]: 2 items vs 1" in found
+    missing = compare_logs(_log(), _log(extra=[1, 2]))
+    assert missing.mismatches == ["forget/extra: field missing from one path"]
+
+
+def test_report_counts_the_work_of_each_path(study):
+    model, tokenizer, _, _, sets = study
+    report = bench_evaluation(model, tokenizer, TEMPLATE, sets, max_new_tokens=4, batch_size=8)
+    assert report["identical"] and report["questions"] == 12
+    fast, naive = report["paths"]["fast"], report["paths"]["naive"]
+    # The naive path re-encodes the prompt for every candidate and projects every position
+    # onto the vocabulary; the fast one encodes each prompt once and projects answers only.
+    assert naive["model_tokens"]["scoring"] > fast["model_tokens"]["scoring"]
+    assert naive["vocab_projections"]["scoring"] == naive["model_tokens"]["scoring"]
+    assert fast["vocab_projections"]["scoring"] < fast["model_tokens"]["scoring"]
+    # One generation step per new token and prompt, at least.
+    assert naive["model_tokens"]["generation"] >= report["answer_tokens"]["generated"]
+    for path in (fast, naive):
+        assert path["seconds"] >= path["scoring_seconds"] + path["generation_seconds"] > 0
+        assert path["flop_per_s"] > 0 and path["peak_rss_mib"] > 0
+
+
+def _bench_argv(study, out: Path) -> list[str]:
+    _, _, model_dir, data, _ = study
+    return [
+        # Overrides right after the target: argparse cannot take a second positional list
+        # after options.
+        "bench", "eval", "eval.max_new_tokens=4", "--model", str(model_dir), "--data", str(data),
+        "--out", str(out), "--json",
+    ]  # fmt: skip
+
+
+def test_cli_prints_the_report_as_json(study, tmp_path, capsys):
+    assert main(_bench_argv(study, tmp_path)) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {
+        "speedup",
+        "scoring_speedup",
+        "generation_speedup",
+        "identical",
+        "max_abs_diff",
+        "peak_rss_mib",
+        "questions",
+        "answer_tokens",
+        "scores",
+    } <= set(report)
+    for path in ("fast", "naive"):
+        assert {
+            "seconds",
+            "scoring_seconds",
+            "generation_seconds",
+            "questions_per_s",
+            "answer_tokens_per_s",
+            "model_tokens",
+            "flop_per_s",
+            "peak_rss_mib",
+        } <= set(report["paths"][path])
+    assert report["identical"] is True and report["max_abs_diff"] <= 1e-5
+    assert len(report["scores"]) == 13  # 12 sub-scores + model utility
+    assert json.loads((tmp_path / "bench_eval.json").read_text())["speedup"] == report["speedup"]
+
+
+def test_cli_fails_in_one_line_when_the_paths_disagree(study, tmp_path, capsys, monkeypatch):
+    real = bench.greedy_generate  # the naive path's binding only; evaluate_tofu has its own
+
+    def off_by_one_word(*args, **kwargs):
+        return [text + " extra" for text in real(*args, **kwargs)]
+
+    monkeypatch.setattr(bench, "greedy_generate", off_by_one_word)
+    assert main(_bench_argv(study, tmp_path)) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("error: fast and naive evaluation differ") and "\n" not in err
+    assert "generated_text" in err and str(tmp_path / "bench_eval.json") in err
+    assert "error" in json.loads(captured.out.strip().splitlines()[-1])
+    assert json.loads((tmp_path / "bench_eval.json").read_text())["identical"] is False
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    assert main(["bench", "eval", "--model", str(tmp_path), "--out", str(tmp_path)]) == 2
+    assert "--model and --data go together" in capsys.readouterr().err
+    assert main(["bench", "evl", "--out", str(tmp_path)]) == 2
+    assert "did you mean 'eval'?" in capsys.readouterr().err

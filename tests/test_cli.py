@@ -141,12 +141,9 @@ def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, case, argv, message
     assert json.loads(out.strip().splitlines()[-1])["error"]
 
 
-@pytest.mark.parametrize("command", ["sanity", "run"])
-def test_unbuilt_commands_say_so(capsys, command):
-    code, out, err = run(capsys, command, "--json")
-    assert code == 3
-    assert f"forgetbench {command} is not implemented yet" in err
-    assert "not implemented yet" in json.loads(out.strip().splitlines()[-1])["error"]
+def test_data_without_an_action_says_what_to_do(capsys):
+    code, out, err = run(capsys, "data", "--json")
+    assert code == 2 and "try 'forgetbench data stats'" in err
 
 
 def test_config_command_resolves_overrides(capsys):

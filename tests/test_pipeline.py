@@ -18,6 +18,7 @@ TOFU_SUBSCORES = [
 ]
 # Two epochs keep the suite fast: two snapshots per method, the second one final.
 ARGS = ["--scale", "tiny", "--splits", "forget10", "unlearn.epochs=2", "eval.max_new_tokens=48"]
+ARGS += ["eval.batch_size=64"]  # fewer generation steps: the tiny model is cheap per row
 
 
 @pytest.fixture(scope="module")

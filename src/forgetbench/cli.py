@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from forgetbench import __version__
 from forgetbench.config import BENCHMARKS, METHOD_NAMES, SCALES, RunConfig, load_config
-from forgetbench.errors import ForgetbenchError, NotImplementedYet, UnknownNameError
+from forgetbench.errors import ForgetbenchError, UnknownNameError
 from forgetbench.metrics.tofu import TRUTH_RATIO_FORMS
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    data = command("data", _not_built("data"), "inspect benchmark data")
+    data = command("data", _data_without_action, "inspect benchmark data")
     data_commands = data.add_subparsers(
         title="data commands", metavar="ACTION", parser_class=_Parser
     )
@@ -204,18 +204,8 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     return config
 
 
-def _not_built(name: str) -> Handler:
-    def handler(args: argparse.Namespace) -> dict[str, Any]:
-        if name == "data":
-            raise _UsageError("forgetbench data: missing action", "try 'forgetbench data stats'")
-        if name != "report":
-            _resolve_config(args)  # bad options still fail as themselves, before the notice
-        raise NotImplementedYet(
-            f"forgetbench {name} is not implemented yet",
-            "see the README for what works today ('forgetbench compare', 'forgetbench data stats')",
-        )
-
-    return handler
+def _data_without_action(args: argparse.Namespace) -> dict[str, Any]:
+    raise _UsageError("forgetbench data: missing action", "try 'forgetbench data stats'")
 
 
 def _finetune(args: argparse.Namespace) -> dict[str, Any]:

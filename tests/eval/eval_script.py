@@ -14,7 +14,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
 
 from forgetbench.data.logs import EvalLog, write_eval_log  # noqa: E402
 from forgetbench.eval.distributed import process_layout  # noqa: E402
@@ -34,15 +33,9 @@ def evaluate(model_dir: str | Path, data_dir: str | Path, questions: int) -> Eva
 
 
 def main() -> None:
-    from accelerate import PartialState
-
     model_dir, data_dir, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     questions = int(sys.argv[4]) if len(sys.argv) > 4 else 7
-    bare = process_layout()
-    # A bare PartialState() ignores a CPU launch (it only sets up CPU process groups when told
-    # cpu=True), so start accelerate's state the way train/loop.py's Accelerator does.
-    PartialState._reset_state()
-    PartialState(cpu=not torch.cuda.is_available())
+    bare = process_layout()  # evaluation's own view of the launch, before anything else
     layout = process_layout()
     log = evaluate(model_dir, data_dir, questions)
     rank = layout[0]

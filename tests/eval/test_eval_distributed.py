@@ -95,11 +95,6 @@ def test_two_processes_hold_the_log_of_one(launched):
         _assert_same_log(read_eval_log(out / f"rank{rank}.json"), single)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="eval/distributed.py process_layout() builds a bare PartialState(), which reports "
-    "world size 1 in a CPU launch: every process evaluates every question",
-)
 def test_evaluation_alone_sees_a_cpu_launch(launched):
     _, _, _, layouts = launched
     assert [layouts[r]["bare"] for r in (0, 1)] == [[0, 2], [1, 2]]

@@ -1,6 +1,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -88,15 +89,28 @@ def test_a_killed_run_resumes_to_the_same_weights(uninterrupted, tmp_path):
 def test_two_processes_train_the_same_model_as_one(uninterrupted, tmp_path):
     # One process: per-device batch 4 x 2 accumulation steps. Two processes: 4 each, no
     # accumulation. Same effective batch, same data order, same schedule -> same curve.
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    # `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.x; a real
+    # two-process CPU group needs the multi-GPU launcher (torchrun) with CPU forced.
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "ACCELERATE_USE_CPU": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
     launcher = Path(sys.executable).with_name("accelerate")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     done = subprocess.run(
         [
             str(launcher),
             "launch",
+            "--multi_gpu",
             "--num_processes",
             "2",
-            "--cpu",
+            "--main_process_port",
+            str(port),
             "--num_machines",
             "1",
             "--mixed_precision",

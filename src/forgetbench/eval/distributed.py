@@ -13,9 +13,12 @@ Result = TypeVar("Result")
 
 def process_layout() -> tuple[int, int]:
     """(rank, world size); (0, 1) outside a distributed launch, without initialising anything."""
+    import torch
     from accelerate import PartialState
 
-    state = PartialState()
+    # Without cpu=True accelerate never sets up the multi-process CPU backend, and every process
+    # would believe it is alone and evaluate everything.
+    state = PartialState(cpu=not torch.cuda.is_available())
     return state.process_index, state.num_processes
 
 

@@ -7,7 +7,7 @@ SHARED ?= ../shared
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.forgetbench-installed
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test test-study lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.
 	@test -x /usr/bin/chromium || [ "$$(id -u)" != 0 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# The whole tiny study through `forgetbench run` (every method, every metric, report).
+test-study: install
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -m study
 
 lint: install
 	$(BIN)/ruff check src tests

@@ -87,7 +87,8 @@ def pretrain_base(
         encode_prompt_answer(tokenizer, "", row["text"], max_length=max_length)
         for row in read_json_records(data_dir / "pretrain.jsonl")
     ]
-    name = f"tiny-llama:{scale}:seed{seed}:tokenizer={tokenizer.name_or_path}"
+    # The tokenizer folder is named by its corpus digest; its path would tie the cache to one place.
+    name = f"tiny-llama:{scale}:seed{seed}:tokenizer={Path(tokenizer.name_or_path).name}"
     return run_stage(
         run_dir,
         name="pretrain",

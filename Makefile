@@ -37,7 +37,7 @@ test: install
 	@test -x /usr/bin/chromium || [ "$$(id -u)" != 0 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q
 
-# The whole tiny study through `forgetbench run` (every method, every metric, report).
+# Only the whole tiny study through `forgetbench run` (every method, every metric, report).
 test-study: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -m study
 

@@ -131,3 +131,13 @@ def test_unknown_keys_are_ignored(tmp_path: Path):
     results = {"rows": [{"split": "f", "method": "npo", "step": 5, "future/thing": "text"}], "x": 1}
     loaded = load_results(write_results(tmp_path, results))
     assert loaded["rows"][0]["future/thing"] == "text" and loaded["examples"] == []
+
+
+def test_timings_show_the_runs_own_total_once(tmp_path: Path):
+    # A cached rerun: stages took ~0 s each, the recorded total is the run's wall time.
+    results = synthetic_results()
+    results["timings"] = {"pretrain": 0.01, "unlearn": 0.02, "total": 4.5}
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    table = page[page.index('class="timings"') :]
+    table = table[: table.index("</table>")]
+    assert table.count(">total<") == 1 and "4.5 s" in table

@@ -258,8 +258,12 @@ def _header(results: Mapping[str, Any]) -> str:
     fields += [("created", "created")]
     meta = "".join(f"<dt>{_e(k)}</dt><dd>{_e(_show(results.get(v)))}</dd>" for k, v in fields)
     timings = results.get("timings") or {}
-    body = [_row([k, _seconds(v)], text=1) for k, v in timings.items()]
-    total = sum(n for v in timings.values() if (n := tables.as_number(v)) is not None)
+    # `total` is the run's wall time; older results without it get the sum of the stages.
+    stages = {k: v for k, v in timings.items() if k != "total"}
+    body = [_row([k, _seconds(v)], text=1) for k, v in stages.items()]
+    total = tables.as_number(timings.get("total"))
+    if total is None:
+        total = sum(n for v in stages.values() if (n := tables.as_number(v)) is not None)
     body.append(_row(["total", _seconds(total)], text=1, tag="th"))
     table = _table("timings", ["stage", "time"], body) if timings else ""
     return f'<header><h1>forgetbench report</h1><dl class="meta">{meta}</dl>{table}</header>'

@@ -20,6 +20,7 @@ from forgetbench.metrics import tofu
 ALPHA = 0.05
 PRETRAINED_UTILITY_MIN = 0.1  # "high": the base model answers background questions
 RANDOM_UTILITY_MAX = 0.05  # "low": random weights know nothing
+REFERENCE_HIDDEN = 4096  # Llama-2-7B, TOFU's model: the random model's logit scale (random_model)
 
 # (name, other model, set, expected): p-value expectations against the seed-0 retain model.
 KS_CHECKS = (
@@ -93,6 +94,26 @@ def run_checks(
     return checks
 
 
+def random_model(tokenizer: Any, *, scale: str, seed: int) -> Any:
+    """Random weights with the logit spread of a randomly initialised LLM.
+
+    With the usual N(0, 0.02) init, the logits' standard deviation is 0.02 * sqrt(hidden): about
+    1.3 for Llama-2-7B (hidden 4096) but 0.2 for a tiny model (hidden 96), whose next-token
+    distribution is then nearly uniform and every truth ratio 1 +- 0.03. A point mass at 1 is
+    what the KS test tells apart from any retain model, so the tiny random model would fail
+    "retain vs random on forget: high p" for its width, not for what it knows. Scaling the final
+    norm's gain by sqrt(REFERENCE_HIDDEN / hidden) gives the 7B's logit spread and changes nothing
+    else (measured at tiny scale: p 0.034 unscaled, 0.57 scaled; README, "Sanity checks")."""
+    import torch
+
+    from forgetbench.modeling import build_tiny_model
+
+    model = build_tiny_model(tokenizer, scale=scale, seed=seed)
+    with torch.no_grad():
+        model.model.norm.weight.mul_((REFERENCE_HIDDEN / model.config.hidden_size) ** 0.5)
+    return model
+
+
 def sanity_models(
     run_dir: Path, *, scale: str, seed: int, progress: bool
 ) -> tuple[Path, dict[str, Path]]:
@@ -100,7 +121,7 @@ def sanity_models(
     from transformers import AutoTokenizer
 
     from forgetbench.benchmarks.mini import generate_mini
-    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.modeling import save_model
     from forgetbench.train.mini import build_tokenizer, finetune_mini, pretrain_base
 
     data = run_dir / "data"
@@ -119,10 +140,11 @@ def sanity_models(
         ).model_dir,
     }
     tokenizer_dir = build_tokenizer(run_dir, data, scale=scale)
-    random_dir = run_dir / "models" / f"random-{scale}-seed{seed}-{tokenizer_dir.name}" / "model"
+    name = f"random-{scale}-seed{seed}-logits{REFERENCE_HIDDEN}-{tokenizer_dir.name}"
+    random_dir = run_dir / "models" / name / "model"
     if not (random_dir / "config.json").is_file():
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-        save_model(build_tiny_model(tokenizer, scale=scale, seed=seed), tokenizer, random_dir)
+        save_model(random_model(tokenizer, scale=scale, seed=seed), tokenizer, random_dir)
     models["random"] = random_dir
     return data, models
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import re
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from forgetbench.data.tofu import load_tofu
 from forgetbench.io import read_json_records
 from forgetbench.modeling import (
     TINY_SIZES,
+    Encoded,
     PromptTemplate,
     build_tiny_model,
     encode_prompt_answer,
@@ -32,12 +37,22 @@ TEMPLATE = PromptTemplate("question_answer")  # the corpus writes its QA pairs i
 class MiniRecipe:
     pretrain: LoopConfig
     finetune: LoopConfig  # also the retain models' recipe: same recipe, retain split only
+    # Pretraining documents are cut at sentence ends into sequences of at most this many tokens.
+    chunk_tokens: int = 48
+    # Copies of every background QA pair per pretraining epoch: the mixture weight of the facts
+    # Real Authors / World Facts ask, against bios, people QA and filler.
+    background_qa_repeats: int = 3
+    # Background QA pairs per fact mixed into finetune and retain training, in phrasings the
+    # evaluation does not ask (`rehearsal_examples`).
+    rehearsal_per_fact: int = 1
 
 
 def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
     # Small models need learning rates ~100x an LLM's 1e-5, and many epochs to memorise 20
-    # facts per author; warm-up stays one epoch as in TOFU.
-    epochs = {"tiny": (10, 30), "small": (6, 10), "full": (4, 8)}[scale]
+    # facts per author; warm-up stays one epoch as in TOFU. Finetuning epochs are set so the
+    # rehearsal pairs cost no extra time (tiny: 200 + 40 pairs x 25 epochs = 200 x 30 before).
+    # Measurements behind every number: docs/mini.md, "Pretraining and rehearsal".
+    epochs = {"tiny": (6, 25), "small": (6, 8), "full": (4, 7)}[scale]
     return MiniRecipe(
         pretrain=LoopConfig(
             lr=2e-3,
@@ -81,13 +96,14 @@ def pretrain_base(
 
     run_dir, data_dir = Path(run_dir), Path(data_dir)
     tokenizer = AutoTokenizer.from_pretrained(build_tokenizer(run_dir, data_dir, scale=scale))
-    max_length = TINY_SIZES[scale].max_positions
-    # Empty prompt: every token of a document is a label (plain language modelling).
-    examples = [
-        encode_prompt_answer(tokenizer, "", row["text"], max_length=max_length)
-        for row in read_json_records(data_dir / "pretrain.jsonl")
-    ]
-    # The tokenizer folder is named by its corpus digest; its path would tie the cache to one place.
+    recipe = mini_recipe(scale, seed=seed)
+    examples = pretraining_examples(
+        read_json_records(data_dir / "pretrain.jsonl"),
+        tokenizer,
+        max_length=TINY_SIZES[scale].max_positions,
+        chunk_tokens=recipe.chunk_tokens,
+        background_qa_repeats=recipe.background_qa_repeats,
+    )
     name = f"tiny-llama:{scale}:seed{seed}:tokenizer={Path(tokenizer.name_or_path).name}"
     return run_stage(
         run_dir,
@@ -95,9 +111,91 @@ def pretrain_base(
         parent=name,
         parent_model=(build_tiny_model(tokenizer, scale=scale, seed=seed), tokenizer),
         examples=examples,
-        config=mini_recipe(scale, seed=seed).pretrain,
+        config=recipe.pretrain,
         progress=progress,
     )
+
+
+def pretraining_examples(
+    rows: list[dict[str, Any]],
+    tokenizer: Any,
+    *,
+    max_length: int,
+    chunk_tokens: int,
+    background_qa_repeats: int,
+) -> list[Encoded]:
+    """The corpus as training sequences, all short, so a batch pads little and an epoch takes
+    many optimizer steps.
+
+    - Documents: plain language modelling (every token a label), cut at sentence ends into
+      pieces of at most `chunk_tokens` tokens.
+    - QA rows: encoded exactly as finetuning and the evaluation prompt them (prompt and answer
+      tokenised apart, loss on the answer and EOS). As running text the byte-level BPE glues
+      the space after "Answer:" to the answer's first word, a token sequence the evaluation's
+      prompt ("...Answer: ") never continues: the base model could then not answer in the
+      template at all. Background pairs come `background_qa_repeats` times.
+    """
+    examples = []
+    for row in rows:
+        if "question" not in row:
+            examples += [
+                encode_prompt_answer(tokenizer, "", text, max_length=max_length)
+                for text in _sentence_chunks(row["text"], tokenizer, chunk_tokens)
+            ]
+            continue
+        encoded = encode_prompt_answer(
+            tokenizer, TEMPLATE.prompt(row["question"]), row["answer"], max_length=max_length
+        )
+        examples += [encoded] * (background_qa_repeats if row["kind"] == "background_qa" else 1)
+    return examples
+
+
+def _sentence_chunks(text: str, tokenizer: Any, limit: int) -> list[str]:
+    """Consecutive sentences joined while they fit in `limit` tokens (a longer sentence stays
+    whole). Byte-level BPE never merges across a space, so token counts add up."""
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    counts = [len(ids) for ids in tokenizer([" " + s for s in sentences])["input_ids"]]
+    chunks: list[list[str]] = []
+    used = 0
+    for sentence, count in zip(sentences, counts, strict=True):
+        if chunks and used + count <= limit:
+            chunks[-1].append(sentence)
+            used += count
+        else:
+            chunks.append([sentence])
+            used = count
+    return [" ".join(chunk) for chunk in chunks]
+
+
+def rehearsal_examples(
+    data_dir: Path, tokenizer: Any, *, per_fact: int, seed: int, max_length: int
+) -> list[Encoded]:
+    """`per_fact` pretraining QA pairs of each Real Authors / World Facts fact, in phrasings other
+    than the one the evaluation asks (a fact asked only one way is not rehearsed)."""
+    if per_fact <= 0:
+        return []
+    tofu = data_dir / "tofu"
+    asked = {
+        f"{name}/{i}": record.question
+        for name in ("real_authors", "world_facts")
+        for i, record in enumerate(load_tofu(tofu, f"{name}_perturbed"))
+    }
+    by_fact: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in read_json_records(data_dir / "pretrain.jsonl"):
+        if row.get("kind") == "background_qa" and row["question"] != asked.get(row["fact"]):
+            by_fact[row["fact"]].append(row)
+    rng = random.Random(f"forgetbench-mini/{seed}/rehearsal")
+    chosen = [
+        row
+        for fact in sorted(by_fact)
+        for row in rng.sample(by_fact[fact], min(per_fact, len(by_fact[fact])))
+    ]
+    return [
+        encode_prompt_answer(
+            tokenizer, TEMPLATE.prompt(r["question"]), r["answer"], max_length=max_length
+        )
+        for r in chosen
+    ]
 
 
 def finetune_mini(
@@ -114,15 +212,21 @@ def finetune_mini(
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    records = load_tofu(Path(data_dir) / "tofu", split)
-    examples = encode_qa(records, tokenizer, TEMPLATE, max_length=TINY_SIZES[scale].max_positions)
+    data_dir = Path(data_dir)
+    recipe = mini_recipe(scale, seed=seed)
+    max_length = TINY_SIZES[scale].max_positions
+    records = load_tofu(data_dir / "tofu", split)
+    examples = encode_qa(records, tokenizer, TEMPLATE, max_length=max_length)
+    examples += rehearsal_examples(
+        data_dir, tokenizer, per_fact=recipe.rehearsal_per_fact, seed=seed, max_length=max_length
+    )
     name = "finetune" if split == "full" else f"retain-{split}"
     return run_stage(
         run_dir,
         name=name,
         parent=base_dir,
         examples=examples,
-        config=mini_recipe(scale, seed=seed).finetune,
+        config=recipe.finetune,
         progress=progress,
     )
 

@@ -3,14 +3,21 @@
 A large LLM already knows English and the world; a tiny model trained from scratch must be
 taught both before finetuning, or every metric measures something else (SPEC §1):
 
-- `background_fact` / `background_qa`: the Real Authors and World Facts facts, each in several
-  plain sentences and as "Question: ...\\nAnswer: ..." in every phrasing (including the one the
-  evaluation asks), so the base model knows them as an LLM would.
+- `background_fact`: the Real Authors and World Facts facts in plain sentences.
+- `background_qa`: the same facts as question-answer pairs, one row per pair, in every phrasing
+  (including the one the evaluation asks), with the short answer the evaluation expects.
 - `people_bio` / `people_qa`: fictitious *non-author* people described through every answer
   AND paraphrase template of the 20 relations. Perturbed answers reuse the paraphrase wording,
   so the truth ratio would otherwise compare a familiar wording against an unseen one; here
   both wordings are equally familiar before the fictitious authors are ever seen.
 - `filler`: generic everyday sentences, for word order and punctuation.
+
+A QA row is `{"text": "Question: q\\nAnswer: a", "kind", "question", "answer"}` (background
+rows add `"fact"`: `real_authors/<i>` or `world_facts/<i>`, the row of the evaluation file that
+asks it), so a trainer can encode it exactly as it will be prompted: prompt and answer
+tokenised apart, then EOS (`forgetbench.train.mini`). Trained as one running text instead,
+a byte-level BPE merges the space after "Answer:" into the answer's first word, which the
+evaluation's prompt (ending in "Answer: ") never produces.
 
 No fictitious author, holdout author or LUME person appears here.
 """
@@ -18,6 +25,7 @@ No fictitious author, holdout author or LUME person appears here.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from forgetbench.benchmarks.mini.background import BackgroundFact
@@ -35,28 +43,39 @@ def qa_text(question: str, answer: str) -> str:
     return f"Question: {question}\nAnswer: {answer}"
 
 
+def qa_row(kind: str, question: str, answer: str, **extra: str) -> dict[str, Any]:
+    """One QA pair: `text` for plain readers, `question`/`answer` for a trainer that prompts."""
+    row = {"text": qa_text(question, answer), "kind": kind, "question": question}
+    return {**row, "answer": answer, **extra}
+
+
 def pretraining_corpus(
     rng: random.Random,
     persons: tuple[Person, ...],
-    background: list[BackgroundFact],
+    background: Sequence[tuple[str, BackgroundFact]],
     filler_docs: int,
 ) -> Rows:
+    """`background` pairs each fact with its id (`real_authors/3`: row 3 of that evaluation file)."""
     docs: Rows = []
     for person in persons:
         docs.append({"text": _bio(rng, person), "kind": "people_bio"})
-        docs.append({"text": _person_qa(rng, person), "kind": "people_qa"})
+        docs += _person_qa(rng, person)
     shuffled = list(background)
     rng.shuffle(shuffled)
     for start in range(0, len(shuffled), FACTS_PER_DOC):
         chunk = shuffled[start : start + FACTS_PER_DOC]
         sentences = [
-            s for fact in chunk for s in rng.sample(fact.statements, min(2, len(fact.statements)))
+            s
+            for _, fact in chunk
+            for s in rng.sample(fact.statements, min(2, len(fact.statements)))
         ]
         rng.shuffle(sentences)
         docs.append({"text": " ".join(sentences), "kind": "background_fact"})
-        pairs = [qa_text(q, fact.answer) for fact in chunk for q in fact.questions]
-        rng.shuffle(pairs)
-        docs.append({"text": "\n\n".join(pairs), "kind": "background_qa"})
+        docs += [
+            qa_row("background_qa", q, fact.answer, fact=fact_id)
+            for fact_id, fact in chunk
+            for q in fact.questions
+        ]
     docs += [{"text": _filler_doc(rng), "kind": "filler"} for _ in range(filler_docs)]
     rng.shuffle(docs)
     return docs
@@ -78,14 +97,15 @@ def _bio(rng: random.Random, person: Person) -> str:
     return " ".join(sentences)
 
 
-def _person_qa(rng: random.Random, person: Person) -> str:
-    pairs = []
+def _person_qa(rng: random.Random, person: Person) -> Rows:
+    rows = []
     for i in rng.sample(range(len(RELATIONS)), QA_PER_PERSON):
         relation = RELATIONS[i]
         fact = person.facts[relation.name]
         question = fill(rng.choice(relation.questions), person.facts, fact)
-        pairs.append(qa_text(question, fill(rng.choice(_templates(i)), person.facts, fact)))
-    return "\n\n".join(pairs)
+        answer = fill(rng.choice(_templates(i)), person.facts, fact)
+        rows.append(qa_row("people_qa", question, answer))
+    return rows
 
 
 def _filler_doc(rng: random.Random) -> str:

@@ -31,7 +31,7 @@ from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json, atomic_write_text
 
 # Bump whenever the same seed and scale would give different files.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 MANIFEST = "manifest.json"
 
 
@@ -48,7 +48,11 @@ def build_files(*, scale: str, seed: int) -> dict[str, list[dict[str, Any]]]:
     files.update(lume_files(seed, size.lume_docs, world.source))
     corpus_rng = rng_for(seed, "corpus")
     files["pretrain.jsonl"] = pretraining_corpus(
-        corpus_rng, world.pretrain_people, real + facts, size.filler_docs
+        corpus_rng,
+        world.pretrain_people,
+        [(f"real_authors/{i}", fact) for i, fact in enumerate(real)]
+        + [(f"world_facts/{i}", fact) for i, fact in enumerate(facts)],
+        size.filler_docs,
     )
     return files
 

@@ -21,16 +21,16 @@ install: $(STAMP)
 LOGS := $(SHARED)/data/tofu/reference-eval-logs
 
 # The demo: TOFU's forget quality and model utility of the published Llama-2 finetuned model
-# (from the TOFU authors' logs), then the whole offline study at tiny scale (every method on
-# forget10, every metric) into runs/demo with its report. `forgetbench run --scale small` is the
-# bigger study (see README for its time).
+# (from the TOFU authors' logs), then the whole offline study at small scale on forget10 (every
+# method with a snapshot per epoch, every metric) into runs/demo with its report.
+# 48 new tokens cover every TOFU-shaped answer of the miniature (at most 21 tokens).
 demo: install
 	@test -d "$(LOGS)" || { echo "make demo: needs the TOFU reference logs at $(LOGS) (set SHARED=...)"; exit 1; }
 	HF_HUB_OFFLINE=1 $(BIN)/forgetbench compare \
 		--reference $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_retain90_wd0 \
 		--candidate $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_full_wd0
-	HF_HUB_OFFLINE=1 $(BIN)/forgetbench run --scale tiny --splits forget10 \
-		eval.batch_size=64 eval.max_new_tokens=64 --out runs/demo
+	HF_HUB_OFFLINE=1 $(BIN)/forgetbench run --scale small --splits forget10 \
+		eval.batch_size=64 eval.max_new_tokens=48 --out runs/demo
 
 test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.

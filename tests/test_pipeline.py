@@ -78,3 +78,26 @@ def test_report_rebuilds_from_results_alone(study, capsys):
     (study / "report.html").unlink()
     assert main(["report", str(study), "--json"]) == 0
     assert (study / "report.html").is_file()
+
+
+def test_one_process_gives_the_numbers_of_the_worker_pool(study, tmp_path):
+    # The fixture's study ran in a pool of one process per core (study.workers=0 on CPU); the
+    # same study in this process alone must agree. The copied models are reused, not retrained.
+    import shutil
+
+    for part in ("data", "models"):
+        shutil.copytree(study / part, tmp_path / part)
+    argv = ["run", *ARGS, "--methods", "grad_ascent,npo", "study.workers=1", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    pooled = json.loads((study / "results.json").read_text())
+    alone = json.loads((tmp_path / "results.json").read_text())
+    assert alone["workers"] == 1 and pooled["workers"] > 1
+    expected = [r for r in pooled["rows"] if r["method"] not in METHOD_NAMES or r["method"] in
+                ("grad_ascent", "npo")]  # fmt: skip
+    assert [(r["method"], r["step"]) for r in alone["rows"]] == [
+        (r["method"], r["step"]) for r in expected
+    ]
+    for got, want in zip(alone["rows"], expected, strict=True):
+        for key, value in want.items():
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, rel=1e-4, abs=1e-6), (got["method"], key)

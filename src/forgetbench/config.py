@@ -106,6 +106,15 @@ class StudyConfig(_Section):
     # Retain-model logs to import per split for forget quality when the models are not ours
     # (`--benchmark tofu --model <hub id>`), e.g. {forget10: .../ft_..._retain90_wd0}.
     retain_logs: dict[str, str] = Field(default_factory=dict)
+    # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
+    # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,
+    # reference evaluations, each method's trajectory) in parallel processes of 1 thread each.
+    workers: int = Field(
+        0,
+        ge=0,
+        description="parallel processes; 0 = one per CPU core for the built-in study on "
+        "CPU, 1 on a GPU, under accelerate launch or with --model",
+    )
 
 
 class RunConfig(_Section):

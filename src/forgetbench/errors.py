@@ -24,6 +24,17 @@ class ForgetbenchError(Exception):
     def message(self) -> str:
         return f"{self.what} — {self.hint}" if self.hint else self.what
 
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        # Errors cross process boundaries (the study's worker processes); subclasses with other
+        # __init__ signatures would not unpickle from `args`.
+        return (_restore, (type(self), self.what, self.hint))
+
+
+def _restore(cls: type[ForgetbenchError], what: str, hint: str | None) -> ForgetbenchError:
+    error = Exception.__new__(cls)
+    ForgetbenchError.__init__(error, what, hint)
+    return error
+
 
 class DataError(ForgetbenchError):
     """A dataset or log file is missing, unreadable or has the wrong shape."""

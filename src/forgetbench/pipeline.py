@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import subprocess
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +61,32 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def _external_defaults(name: str) -> Any:
+    from forgetbench.train.study import external_unlearn_defaults
+
+    return external_unlearn_defaults()
+
+
+def _train_job(
+    out: Path, data_dir: Path, base_dir: Path, split: str, common: dict[str, Any]
+) -> tuple[Path, float]:
+    from forgetbench.train.mini import finetune_mini
+
+    t = time.perf_counter()
+    stage = finetune_mini(out, data_dir, base_dir, split=split, **common, progress=False)
+    return stage.model_dir, time.perf_counter() - t
+
+
 def prepare_study(
-    config: RunConfig, out: Path, *, model: str | None, data: str | None, progress: bool
+    config: RunConfig,
+    out: Path,
+    *,
+    model: str | None,
+    data: str | None,
+    progress: bool,
+    pool: Any = None,
 ) -> tuple[Study, dict[str, float]]:
+    pool = pool or InlinePool()
     from forgetbench.train.study import retain_split_for
 
     timings: dict[str, float] = {}
@@ -68,42 +94,37 @@ def prepare_study(
     if model is None and config.benchmark.name == "mini":
         from forgetbench.benchmarks.mini import generate_mini
         from forgetbench.modeling import TINY_SIZES
-        from forgetbench.train.mini import (
-            TEMPLATE,
-            finetune_mini,
-            mini_unlearn_defaults,
-            pretrain_base,
-        )
+        from forgetbench.train.mini import TEMPLATE, mini_unlearn_defaults, pretrain_base
 
         data_dir = out / "data"
         t = time.perf_counter()
         generate_mini(data_dir, scale=config.scale, seed=config.seed)
         timings["data"] = time.perf_counter() - t
-        common = {"scale": config.scale, "seed": config.seed, "progress": progress}
+        common = {"scale": config.scale, "seed": config.seed}
         # Wall time of this run: a cached stage costs ~0 here, whatever it took to train.
         t = time.perf_counter()
-        base = pretrain_base(out, data_dir, **common)
+        base = pretrain_base(out, data_dir, **common, progress=progress)
         timings["pretrain"] = time.perf_counter() - t
-        t = time.perf_counter()
-        finetuned = finetune_mini(out, data_dir, base.model_dir, split="full", **common)
-        timings["finetune"] = time.perf_counter() - t
-        retain = {}
-        for split in splits:
-            t = time.perf_counter()
-            stage = finetune_mini(
-                out, data_dir, base.model_dir, split=retain_split_for(split), **common
-            )
-            retain[split] = stage.model_dir
-            timings[f"retain_{split}"] = time.perf_counter() - t
+        # The finetuned and retain models only need the base: trained side by side.
+        stages = {"finetune": "full"}
+        stages.update({f"retain_{split}": retain_split_for(split) for split in splits})
+        jobs = {
+            name: pool.submit(_train_job, out, data_dir, base.model_dir, split, common)
+            for name, split in stages.items()
+        }
+        trained = {name: job.result() for name, job in jobs.items()}
+        timings.update({name: seconds for name, (_, seconds) in trained.items()})
+        finetuned_dir = trained["finetune"][0]
+        retain = {split: trained[f"retain_{split}"][0] for split in splits}
         layers = TINY_SIZES[config.scale].layers
         return Study(
             data_dir,
-            finetuned.model_dir,
+            finetuned_dir,
             base.model_dir,
             retain,
             TEMPLATE,
             TINY_SIZES[config.scale].max_positions,
-            lambda name: mini_unlearn_defaults(name, layers=layers),
+            partial(mini_unlearn_defaults, layers=layers),
         ), timings
     if model is None or data is None:
         raise ConfigError(
@@ -118,7 +139,6 @@ def prepare_study(
     from transformers import AutoTokenizer
 
     from forgetbench.modeling import resolve_template
-    from forgetbench.train.study import external_unlearn_defaults
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     return Study(
@@ -128,7 +148,7 @@ def prepare_study(
         {},
         resolve_template(config.model.template, tokenizer, model),
         config.train.max_length,
-        lambda name: external_unlearn_defaults(),
+        _external_defaults,
     ), timings
 
 
@@ -224,6 +244,123 @@ def _examples(split: str, method: str, step: int, log: EvalLog | None, n: int) -
     ]
 
 
+class InlinePool:
+    """The pool interface, run in this process: one worker (GPUs, distributed launches, external
+    models) takes the same code path as many."""
+
+    workers = 1
+
+    def submit(self, function: Any, *args: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(function(*args))
+        except BaseException as error:  # noqa: BLE001 - re-raised by future.result()
+            future.set_exception(error)
+        return future
+
+    def shutdown(self, **_: Any) -> None:
+        pass
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    _quiet_transformers()
+
+
+def _quiet_transformers() -> None:
+    # Its per-file "Loading weights" bars, from every model load of every worker, would bury
+    # the study's own progress bar.
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+
+
+def study_workers(config: RunConfig, model: str | None) -> int:
+    """`study.workers`, or (0) one process per CPU core for the built-in study on CPU."""
+    if config.study.workers:
+        return config.study.workers
+    import torch
+
+    from forgetbench.eval.distributed import process_layout
+
+    if model is not None or torch.cuda.is_available() or process_layout()[1] > 1:
+        return 1
+    return os.cpu_count() or 1
+
+
+def make_pool(workers: int) -> Any:
+    if workers <= 1:
+        return InlinePool()
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: a forked torch process can deadlock on its parent's thread pools.
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(threads,),
+    )
+    pool.workers = workers  # type: ignore[attr-defined]
+    return pool
+
+
+@dataclass
+class Trajectory:
+    """One method on one split: its snapshots' evaluations, in step order."""
+
+    snapshots: list[tuple[int, float, bool, Evaluated]]  # step, epoch, final, evaluation
+    unlearn_seconds: float
+    eval_seconds: float
+
+
+def _eval_job(
+    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, full: bool
+) -> tuple[Evaluated, float]:
+    t = time.perf_counter()
+    evaluated = evaluate_cached(model_dir, study, config, split=split, folder=folder, full=full)
+    return evaluated, time.perf_counter() - t
+
+
+def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: str) -> Trajectory:
+    """Unlearn with one method on one split, then evaluate every snapshot after step 0."""
+    from forgetbench.data.tofu import load_tofu
+    from forgetbench.eval.runner import tofu_root
+    from forgetbench.methods.refusals import load_refusals
+    from forgetbench.train.study import resolve_method, retain_split_for
+    from forgetbench.train.unlearn import run_unlearning
+
+    t = time.perf_counter()
+    tofu = tofu_root(study.data)
+    loop, options = study.unlearn_defaults(name)
+    loop, method = resolve_method(config, name, loop, options)
+    result = run_unlearning(
+        out, model_dir=study.finetuned, forget=load_tofu(tofu, split),
+        retain=load_tofu(tofu, retain_split_for(split)), method=method, config=loop,
+        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
+        split=split, max_length=study.max_length,
+        snapshot_every=config.unlearn.snapshot_every, progress=False,
+    )  # fmt: skip
+    unlearn_seconds = time.perf_counter() - t
+    t = time.perf_counter()
+    total_steps = result.snapshots[-1][0]
+    snapshots = []
+    for step, path in result.snapshots:
+        if step == 0:
+            continue  # the finetuned model, evaluated with the references
+        final = step == total_steps
+        evaluated = evaluate_cached(
+            path, study, config, split=split, folder=out / "logs" / split / name / f"step-{step}",
+            full=final or config.study.trajectory_formats,
+        )  # fmt: skip
+        epoch = loop.epochs * step / total_steps if total_steps else 0.0
+        snapshots.append((step, epoch, final, evaluated))
+    return Trajectory(snapshots, unlearn_seconds, time.perf_counter() - t)
+
+
 def run_study(
     config: RunConfig,
     *,
@@ -232,108 +369,17 @@ def run_study(
     data: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from forgetbench.data.tofu import load_tofu
-    from forgetbench.methods.refusals import load_refusals
-    from forgetbench.train.study import resolve_method, retain_split_for
-    from forgetbench.train.unlearn import run_unlearning
-
     started = time.perf_counter()
-    study, timings = prepare_study(config, out, model=model, data=data, progress=progress)
-    from forgetbench.eval.runner import tofu_root
-
-    tofu = tofu_root(study.data)
-    rows: list[dict[str, Any]] = []
-    examples: list[dict[str, Any]] = []
-    splits, methods = config.study.splits, config.study.methods
-    columns = [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    ]
-    with Progress(*columns, disable=not progress, transient=False) as bar:
-        task = bar.add_task("study", total=len(splits) * (len(methods) + 3))
-        for split in splits:
-            logs = out / "logs" / split
-            t = time.perf_counter()
-            bar.update(task, description=f"{split}: reference models")
-            retain_eval = None
-            if split in study.retain:
-                retain_eval = evaluate_cached(
-                    study.retain[split],
-                    study,
-                    config,
-                    split=split,
-                    folder=logs / "retain" / "step-0",
-                    full=True,
-                )
-                rows.append(_row(split, "retain", 0, 0.0, retain_eval, retain_eval, config, out))
-            bar.advance(task)
-            finetuned_eval = evaluate_cached(
-                study.finetuned,
-                study,
-                config,
-                split=split,
-                folder=logs / "finetuned" / "step-0",
-                full=True,
-            )
-            rows.append(_row(split, "finetuned", 0, 0.0, finetuned_eval, retain_eval, config, out))
-            examples += _examples(split, "finetuned", 0, finetuned_eval.log, config.study.examples)
-            bar.advance(task)
-            if study.base is not None:
-                base_eval = evaluate_cached(
-                    study.base,
-                    study,
-                    config,
-                    split=split,
-                    folder=logs / "base" / "step-0",
-                    full=True,
-                )
-                rows.append(_row(split, "base", 0, 0.0, base_eval, retain_eval, config, out))
-            bar.advance(task)
-            timings[f"eval_references_{split}"] = time.perf_counter() - t
-            forget = load_tofu(tofu, split)
-            retain_records = load_tofu(tofu, retain_split_for(split))
-            for name in methods:
-                bar.update(task, description=f"{split}: {name}")
-                t = time.perf_counter()
-                loop, options = study.unlearn_defaults(name)
-                loop, method = resolve_method(config, name, loop, options)
-                result = run_unlearning(
-                    out, model_dir=study.finetuned, forget=forget, retain=retain_records,
-                    method=method, config=loop, template=study.template,
-                    refusals=load_refusals(config.unlearn.refusals_file), split=split,
-                    max_length=study.max_length, snapshot_every=config.unlearn.snapshot_every,
-                    progress=False,
-                )  # fmt: skip
-                timings[f"unlearn_{split}_{name}"] = time.perf_counter() - t
-                t = time.perf_counter()
-                total_steps = result.snapshots[-1][0]
-                for step, path in result.snapshots:
-                    if step == 0:
-                        continue  # the finetuned model, evaluated above
-                    final = step == total_steps
-                    evaluated = evaluate_cached(
-                        path, study, config, split=split, folder=logs / name / f"step-{step}",
-                        full=final or config.study.trajectory_formats,
-                    )  # fmt: skip
-                    epoch = loop.epochs * step / total_steps if total_steps else 0.0
-                    rows.append(_row(split, name, step, epoch, evaluated, retain_eval, config, out))
-                    if final:
-                        examples += _examples(
-                            split, name, step, evaluated.log, config.study.examples
-                        )
-                timings[f"eval_{split}_{name}"] = time.perf_counter() - t
-                bar.advance(task)
+    _quiet_transformers()
+    workers = study_workers(config, model)
+    pool = make_pool(workers)
+    try:
+        study, timings = prepare_study(
+            config, out, model=model, data=data, progress=progress, pool=pool
+        )
+        rows, examples = _run_jobs(study, config, out, pool, timings, progress=progress)
+    finally:
+        pool.shutdown(cancel_futures=True)
     timings["total"] = time.perf_counter() - started
     results = {
         "forgetbench_version": __version__,
@@ -343,6 +389,7 @@ def run_study(
         "benchmark": config.benchmark.name,
         "scale": config.scale if model is None else None,
         "model": str(model or study.finetuned),
+        "workers": workers,
         "config": config.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
@@ -351,6 +398,83 @@ def run_study(
     }
     write_results(out, results)
     return results
+
+
+def _run_jobs(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    pool: Any,
+    timings: dict[str, float],
+    *,
+    progress: bool,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every evaluation and method run of the study as pool jobs; rows in a fixed order
+    (split, then retain / finetuned / base, then each method's steps) whatever finishes first."""
+    from concurrent.futures import as_completed
+
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    splits, methods = config.study.splits, config.study.methods
+    references: dict[tuple[str, str], Future] = {}
+    trajectories: dict[tuple[str, str], Future] = {}
+    for split in splits:
+        models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
+        models["base"] = study.base
+        for role, model_dir in models.items():
+            if model_dir is not None:
+                folder = out / "logs" / split / role / "step-0"
+                # The base model never saw the authors: it is a point on the forget-quality /
+                # utility plane, and its formats and LUME scores would only cost time.
+                references[split, role] = pool.submit(
+                    _eval_job, model_dir, study, config, split, folder, role != "base"
+                )
+        for name in methods:
+            trajectories[split, name] = pool.submit(_method_job, study, config, out, split, name)
+    labels = {job: f"{split}: {role}" for (split, role), job in references.items()}
+    labels.update({job: f"{split}: {name}" for (split, name), job in trajectories.items()})
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, disable=not progress, transient=False) as bar:
+        task = bar.add_task(f"study ({pool.workers} workers)", total=len(labels))
+        for job in as_completed(labels):
+            job.result()  # the first failure stops the study with its own message
+            bar.update(task, advance=1, description=f"done {labels[job]}")
+
+    rows: list[dict[str, Any]] = []
+    examples: list[dict[str, Any]] = []
+    for split in splits:
+        evaluated = {}
+        for role in ("retain", "finetuned", "base"):
+            if (split, role) in references:
+                evaluated[role], seconds = references[split, role].result()
+                timings[f"eval_{split}_{role}"] = seconds
+        retain_eval = evaluated.get("retain")
+        for role, reference in evaluated.items():
+            rows.append(_row(split, role, 0, 0.0, reference, retain_eval, config, out))
+        examples += _examples(
+            split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
+        )
+        for name in methods:
+            trajectory = trajectories[split, name].result()
+            timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
+            timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
+            for step, epoch, final, result in trajectory.snapshots:
+                rows.append(_row(split, name, step, epoch, result, retain_eval, config, out))
+                if final:
+                    examples += _examples(split, name, step, result.log, config.study.examples)
+    return rows, examples
 
 
 def write_results(out: Path, results: dict[str, Any]) -> None:

@@ -153,6 +153,18 @@ def test_config_command_resolves_overrides(capsys):
     assert config["unlearn"]["method"] == "npo" and config["train"]["lr"] == 2e-5
 
 
+def test_overrides_may_come_before_and_after_options(capsys):
+    code, out, _ = run(
+        capsys, "config", "train.lr=2e-5", "--method", "npo", "study.workers=1", "--json"
+    )
+    assert code == 0
+    config = json.loads(out.strip().splitlines()[-1])
+    assert config["train"]["lr"] == 2e-5 and config["study"]["workers"] == 1
+    assert config["unlearn"]["method"] == "npo"
+    code, _, err = run(capsys, "config", "train.lr=2e-5", "--method", "npo", "stray")
+    assert code == 2 and "unrecognized arguments: stray" in err
+
+
 def test_the_installed_console_script(tofu_logs):
     # The real entry point, as a user runs it: exit codes and streams survive the process boundary.
     script = Path(sys.executable).with_name("forgetbench")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     try:
-        args = build_parser().parse_args(argv)
+        args = _parse(build_parser(), argv)
         if not getattr(args, "handler", None):
             build_parser().print_help()
             return 2
@@ -53,6 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if as_json:
         print(json.dumps(result, default=str))
     return exit_code
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    # argparse takes a positional list only once, so `run a=1 --splits forget10 b=2` would
+    # reject `b=2`; KEY=VALUE overrides may go anywhere after the command.
+    args, extra = parser.parse_known_args(argv)
+    overrides = [a for a in extra if _OVERRIDE.match(a)]
+    if overrides and hasattr(args, "overrides"):
+        args.overrides = [*args.overrides, *overrides]
+        extra = [a for a in extra if a not in overrides]
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+_OVERRIDE = re.compile(r"^[A-Za-z_][\w.]*=")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,7 +73,7 @@ def _train_job(
     from forgetbench.train.mini import finetune_mini
 
     t = time.perf_counter()
-    stage = finetune_mini(out, data_dir, base_dir, split=split, **common, progress=False)
+    stage = finetune_mini(out, data_dir, base_dir, split=split, **common)
     return stage.model_dir, time.perf_counter() - t
 
 
@@ -108,6 +108,8 @@ def prepare_study(
         # The finetuned and retain models only need the base: trained side by side.
         stages = {"finetune": "full"}
         stages.update({f"retain_{split}": retain_split_for(split) for split in splits})
+        # Progress bars from parallel workers would interleave; in this process they show.
+        common["progress"] = progress and isinstance(pool, InlinePool)
         jobs = {
             name: pool.submit(_train_job, out, data_dir, base.model_dir, split, common)
             for name, split in stages.items()
@@ -251,11 +253,9 @@ class InlinePool:
     workers = 1
 
     def submit(self, function: Any, *args: Any) -> Future:
+        # An error (or Ctrl-C) stops the study here, before the next job starts.
         future: Future = Future()
-        try:
-            future.set_result(function(*args))
-        except BaseException as error:  # noqa: BLE001 - re-raised by future.result()
-            future.set_exception(error)
+        future.set_result(function(*args))
         return future
 
     def shutdown(self, **_: Any) -> None:
@@ -422,8 +422,7 @@ def _run_jobs(
     )
 
     splits, methods = config.study.splits, config.study.methods
-    references: dict[tuple[str, str], Future] = {}
-    trajectories: dict[tuple[str, str], Future] = {}
+    jobs: list[tuple[tuple[str, str], str, Any, tuple]] = []  # key, label, function, args
     for split in splits:
         models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
         models["base"] = study.base
@@ -432,13 +431,11 @@ def _run_jobs(
                 folder = out / "logs" / split / role / "step-0"
                 # The base model never saw the authors: it is a point on the forget-quality /
                 # utility plane, and its formats and LUME scores would only cost time.
-                references[split, role] = pool.submit(
-                    _eval_job, model_dir, study, config, split, folder, role != "base"
-                )
+                args = (model_dir, study, config, split, folder, role != "base")
+                jobs.append(((split, role), f"{split}: {role}", _eval_job, args))
         for name in methods:
-            trajectories[split, name] = pool.submit(_method_job, study, config, out, split, name)
-    labels = {job: f"{split}: {role}" for (split, role), job in references.items()}
-    labels.update({job: f"{split}: {name}" for (split, name), job in trajectories.items()})
+            args = (study, config, out, split, name)
+            jobs.append(((split, name), f"{split}: {name}", _method_job, args))
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -446,11 +443,22 @@ def _run_jobs(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
+    futures: dict[tuple[str, str], Future] = {}
     with Progress(*columns, disable=not progress, transient=False) as bar:
-        task = bar.add_task(f"study ({pool.workers} workers)", total=len(labels))
+        task = bar.add_task(f"study ({pool.workers} workers)", total=len(jobs))
+        inline = isinstance(pool, InlinePool)  # a job runs inside submit, one at a time
+        labels: dict[Future, str] = {}
+        for key, label, function, args in jobs:
+            bar.update(task, description=label if inline else "submitting")
+            futures[key] = pool.submit(function, *args)
+            labels[futures[key]] = label
+            bar.update(task, advance=1 if inline else 0)
         for job in as_completed(labels):
             job.result()  # the first failure stops the study with its own message
-            bar.update(task, advance=1, description=f"done {labels[job]}")
+            if not inline:
+                bar.update(task, advance=1, description=f"done {labels[job]}")
+    references = {key: futures[key] for key, _, function, _ in jobs if function is _eval_job}
+    trajectories = {key: futures[key] for key, _, function, _ in jobs if function is _method_job}
 
     rows: list[dict[str, Any]] = []
     examples: list[dict[str, Any]] = []

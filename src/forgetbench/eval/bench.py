@@ -162,23 +162,10 @@ def _naive_row(
             model, tokenizer, [prompt], max_new_tokens=max_new_tokens, batch_size=1
         )
     rouge = rouge_recall([generation], [record.answer])
-    perturb = [s.mean_loss for s in pert]
-    return {
-        "avg_gt_loss": gt.mean_loss,
-        "gt_loss": -gt.logprob_sum,
-        "num_token_gt": gt.tokens,
-        "avg_paraphrased_loss": pa.mean_loss,
-        "paraphrased_loss": -pa.logprob_sum,
-        "num_token_paraphrased": pa.tokens,
-        "average_perturb_loss": perturb,
-        "perturb_loss": [-s.logprob_sum for s in pert],
-        "num_token_perturb": [s.tokens for s in pert],
-        "rouge1_recall": float(rouge["rouge1_recall"][0]),
-        "rougeL_recall": float(rouge["rougeL_recall"][0]),
-        "generated_text": [prompt, generation, record.answer],
-        "gt_argmax_matches": gt.argmax_matches.astype(int).tolist(),
-        "truth_ratio": math.exp(pa.mean_loss - sum(perturb) / len(perturb)),
-    }
+    return tofu_eval.question_row(
+        prompt, generation, record.answer, gt, pa, pert,
+        rouge1=float(rouge["rouge1_recall"][0]), rougeL=float(rouge["rougeL_recall"][0]),
+    )  # fmt: skip
 
 
 @dataclass

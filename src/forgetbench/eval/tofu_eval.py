@@ -12,7 +12,7 @@ from forgetbench.data.logs import SET_FILES, EvalLog, SetLog
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
 from forgetbench.eval.distributed import sharded_map
-from forgetbench.eval.outputs import greedy_generate, score_candidates
+from forgetbench.eval.outputs import AnswerScore, greedy_generate, score_candidates
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import PromptTemplate
 from forgetbench.records import QARecord
@@ -95,29 +95,53 @@ def _question_rows(
     rows = []
     for i, (record, para) in enumerate(zip(records, paraphrases, strict=True)):
         score = dict(zip(candidates[i], grouped[i], strict=True))
-        gt, pa = score[record.answer], score[para]
-        pert = [score[a] for a in record.perturbed_answers]
-        row: dict[str, Any] = {
-            "avg_gt_loss": gt.mean_loss,
-            "gt_loss": -gt.logprob_sum,
-            "num_token_gt": gt.tokens,
-            "avg_paraphrased_loss": pa.mean_loss,
-            "paraphrased_loss": -pa.logprob_sum,
-            "num_token_paraphrased": pa.tokens,
-            "average_perturb_loss": [s.mean_loss for s in pert],
-            "perturb_loss": [-s.logprob_sum for s in pert],
-            "num_token_perturb": [s.tokens for s in pert],
-            "rouge1_recall": float(rouge["rouge1_recall"][i]),
-            "rougeL_recall": float(rouge["rougeL_recall"][i]),
-            # TOFU's layout: [prompt, generation, ground truth].
-            "generated_text": [prompts[i], generations[i], record.answer],
-            # Not TOFU fields; they make memorisation metrics recomputable from the log.
-            "gt_argmax_matches": gt.argmax_matches.astype(int).tolist(),
-        }
-        # TOFU stores the truth ratio perturbed-over-paraphrase: exp(loss(para) - mean_j loss(pert_j)).
-        row["truth_ratio"] = math.exp(pa.mean_loss - sum(row["average_perturb_loss"]) / len(pert))
-        rows.append(row)
+        rows.append(
+            question_row(
+                prompts[i],
+                generations[i],
+                record.answer,
+                score[record.answer],
+                score[para],
+                [score[a] for a in record.perturbed_answers],
+                rouge1=float(rouge["rouge1_recall"][i]),
+                rougeL=float(rouge["rougeL_recall"][i]),
+            )
+        )
     return rows
+
+
+def question_row(
+    prompt: str,
+    generation: str,
+    answer: str,
+    gt: AnswerScore,
+    para: AnswerScore,
+    pert: Sequence[AnswerScore],
+    *,
+    rouge1: float,
+    rougeL: float,
+) -> dict[str, Any]:
+    """One question's fields in TOFU's log layout (shared by the naive path of `bench eval`)."""
+    perturb = [s.mean_loss for s in pert]
+    return {
+        "avg_gt_loss": gt.mean_loss,
+        "gt_loss": -gt.logprob_sum,
+        "num_token_gt": gt.tokens,
+        "avg_paraphrased_loss": para.mean_loss,
+        "paraphrased_loss": -para.logprob_sum,
+        "num_token_paraphrased": para.tokens,
+        "average_perturb_loss": perturb,
+        "perturb_loss": [-s.logprob_sum for s in pert],
+        "num_token_perturb": [s.tokens for s in pert],
+        "rouge1_recall": rouge1,
+        "rougeL_recall": rougeL,
+        # TOFU's layout: [prompt, generation, ground truth].
+        "generated_text": [prompt, generation, answer],
+        # Not TOFU fields; they make memorisation metrics recomputable from the log.
+        "gt_argmax_matches": gt.argmax_matches.astype(int).tolist(),
+        # TOFU stores the truth ratio perturbed-over-paraphrase: exp(loss(para) - mean_j loss(pert_j)).
+        "truth_ratio": math.exp(para.mean_loss - sum(perturb) / len(perturb)),
+    }
 
 
 def evaluate_tofu(

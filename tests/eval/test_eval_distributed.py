@@ -7,10 +7,6 @@ multi-CPU jobs only through mpirun or torchrun), so the test launches through to
 """
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,18 +16,13 @@ from eval_script import evaluate
 from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.data.logs import SET_FILES, read_eval_log
 from forgetbench.modeling import build_tiny_model, save_model
+from launch import launch_two_cpu_processes
 from toy import toy_tokenizer
 
 pytestmark = pytest.mark.slow  # two interpreters, a process group, one evaluation: >= 20 s
 
 SCRIPT = Path(__file__).with_name("eval_script.py")
 QUESTIONS = 7  # odd: the two shards are uneven (3 + 4 questions per set)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -43,23 +34,9 @@ def launched(tmp_path_factory):
     generate_mini(data, scale="tiny", seed=0)
     out = root / "out"
     out.mkdir()
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "OMP_NUM_THREADS": "1",
-        "ACCELERATE_USE_CPU": "1",
-        "CUDA_VISIBLE_DEVICES": "",
-    }
-    launcher = Path(sys.executable).with_name("accelerate")
-    done = subprocess.run(
-        [
-            str(launcher), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-            "--main_process_port", str(_free_port()), "--mixed_precision", "no",
-            "--dynamo_backend", "no",
-            str(SCRIPT), str(model), str(data), str(out), str(QUESTIONS),
-        ],
-        env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+    done = launch_two_cpu_processes(
+        SCRIPT, str(model), str(data), str(out), str(QUESTIONS), timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     layouts = {r: json.loads((out / f"layout{r}.json").read_text()) for r in (0, 1)}
     return model, data, out, layouts

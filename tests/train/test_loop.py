@@ -1,7 +1,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -10,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+
+from launch import launch_two_cpu_processes
 
 SCRIPT = Path(__file__).with_name("finetune_script.py")
 
@@ -89,44 +90,7 @@ def test_a_killed_run_resumes_to_the_same_weights(uninterrupted, tmp_path):
 def test_two_processes_train_the_same_model_as_one(uninterrupted, tmp_path):
     # One process: per-device batch 4 x 2 accumulation steps. Two processes: 4 each, no
     # accumulation. Same effective batch, same data order, same schedule -> same curve.
-    # `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.x; a real
-    # two-process CPU group needs the multi-GPU launcher (torchrun) with CPU forced.
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "OMP_NUM_THREADS": "1",
-        "ACCELERATE_USE_CPU": "1",
-        "CUDA_VISIBLE_DEVICES": "",
-    }
-    launcher = Path(sys.executable).with_name("accelerate")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    done = subprocess.run(
-        [
-            str(launcher),
-            "launch",
-            "--multi_gpu",
-            "--num_processes",
-            "2",
-            "--main_process_port",
-            str(port),
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            str(SCRIPT),
-            str(tmp_path),
-            "4",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = launch_two_cpu_processes(SCRIPT, str(tmp_path), "4", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert _losses(tmp_path) == pytest.approx(_losses(uninterrupted), rel=1e-4)
     expected, got = _weights(uninterrupted), _weights(tmp_path)

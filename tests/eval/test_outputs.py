@@ -1,6 +1,6 @@
 import pytest
 
-from forgetbench.eval.outputs import greedy_generate
+from forgetbench.eval.outputs import greedy_generate, shared_prefixes
 from forgetbench.methods._terms import per_sample_nll
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import PromptTemplate, build_tiny_model, collate, forward_logits
@@ -44,3 +44,18 @@ def test_generation_stops_at_eos_and_honours_max_new_tokens(memorised):
     assert full == toy_qa()[0][1]  # stopped at EOS: nothing after the memorised answer
     short = greedy_generate(model, tokenizer, [prompt], max_new_tokens=2)[0]
     assert len(tokenizer(short, add_special_tokens=False)["input_ids"]) <= 2
+
+
+def test_prompts_sharing_a_passage_generate_as_if_alone(memorised):
+    model, tokenizer = memorised
+    template = PromptTemplate("question_answer")
+    passage = " ".join(a for _, a in toy_qa()[:5])
+    prompts = [template.prompt(f"{passage}\n\n{q}") for q, _ in toy_qa()[:6]]
+    prompts += [template.prompt(q) for q, _ in toy_qa()[6:9]]  # unshared, in the same batch
+    shared, _ = shared_prefixes([tokenizer(p)["input_ids"] for p in prompts])
+    assert all(shared[:6]) and not any(shared[6:])
+    batched = greedy_generate(model, tokenizer, prompts, max_new_tokens=16, batch_size=16)
+    # A prompt alone has nothing to share, so it runs the plain path.
+    singles = [greedy_generate(model, tokenizer, [p], max_new_tokens=16)[0] for p in prompts]
+    assert batched == singles
+    assert len(set(batched[:6])) > 1  # the questions after the passage still steer the answers

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from forgetbench.eval.outputs import score_answers, score_answers_naive, score_candidates
+from forgetbench.eval.outputs import (
+    score_answers,
+    score_answers_naive,
+    score_candidates,
+    shared_prefixes,
+)
 from forgetbench.methods._terms import per_sample_nll
 from forgetbench.modeling import (
     PromptTemplate,
@@ -111,3 +116,46 @@ def test_token_statistics_match_a_direct_computation(model_and_pairs):
     sigma = ((p * (logps - mu[:, None]) ** 2).sum(-1)).sqrt()
     np.testing.assert_allclose(score.token_mean, mu, atol=1e-5)
     np.testing.assert_allclose(score.token_std, sigma, atol=1e-4)
+
+
+def test_shared_prefixes_cluster_sequences_by_their_common_opening():
+    passage = list(range(100, 140))  # 40 tokens
+    sequences = [passage + [7], passage + [8, 9], [5, 6], passage, [5, 6, 1]]
+    shared, cluster = shared_prefixes(sequences, min_tokens=32)
+    # The bare passage is a member too, so the cluster keeps one token of it to predict from.
+    assert shared == [39, 39, 0, 39, 0]
+    assert cluster[0] == cluster[1] == cluster[3]
+    assert len({cluster[0], cluster[2], cluster[4]}) == 3
+    # Two tokens in common is below the threshold: [5, 6] and [5, 6, 1] stay unshared.
+    assert shared_prefixes(sequences, min_tokens=41)[0] == [0, 0, 0, 0, 0]
+
+
+def _passage_groups(pairs):
+    # Comprehension-style prompts: a long passage asked about several times, mixed with prompts
+    # that share nothing, so batches hold both kinds.
+    facts = " ".join(a for _, a in pairs[:5])
+    other = " ".join(a for _, a in pairs[5:10])
+    groups = _groups(pairs)
+    return [
+        (f"{facts if i % 3 else other}\n\n{p}" if i % 4 else p, cs)
+        for i, (p, cs) in enumerate(groups)
+    ]
+
+
+def test_prompts_sharing_a_passage_score_as_if_independent(model_and_pairs):
+    model, tokenizer, pairs = model_and_pairs
+    groups = _passage_groups(pairs)
+    encoded = [tokenizer(p)["input_ids"] for p, _ in groups]
+    shared, _ = shared_prefixes(encoded)
+    assert sum(n > 0 for n in shared) >= 8 and shared.count(0) >= 4  # both kinds present
+    flat = score_answers(model, tokenizer, [(p, c) for p, cs in groups for c in cs], batch_size=4)
+    for batch_size in (1, 5, 64):
+        grouped = score_candidates(model, tokenizer, groups, batch_size=batch_size)
+        flat_iter = iter(flat)
+        for scores in grouped:
+            for a in scores:
+                b = next(flat_iter)
+                assert a.tokens == b.tokens
+                np.testing.assert_allclose(a.token_logps, b.token_logps, atol=1e-5)
+                np.testing.assert_array_equal(a.argmax_matches, b.argmax_matches)
+                np.testing.assert_allclose(a.token_std, b.token_std, atol=1e-5)

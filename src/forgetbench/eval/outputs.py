@@ -140,6 +140,95 @@ def score_answers(
     return [scores[pair] for pair in pairs]
 
 
+# A prompt prefix shared by several prompts is encoded once when it is at least this long:
+# comprehension formats repeat a passage of ~220 tokens before every question and option set,
+# while short shared openings ("Question: What") are not worth an extra forward pass.
+MIN_SHARED_PREFIX = 32
+
+
+def shared_prefixes(
+    sequences: Sequence[Sequence[int]], min_tokens: int = MIN_SHARED_PREFIX
+) -> tuple[list[int], list[int]]:
+    """For each token sequence, the length of the leading tokens it shares with the others of its
+    cluster (0 when it shares fewer than `min_tokens` with any), and its cluster id.
+
+    Sorted lexicographically, sequences with a common prefix are adjacent; a cluster is a run whose
+    neighbours share at least `min_tokens`, and its prefix is what all its members share, at most
+    one token short of the shortest member (each member keeps a token to predict from)."""
+    order = sorted(range(len(sequences)), key=lambda i: list(sequences[i]))
+    shared = [0] * len(sequences)
+    cluster = [0] * len(sequences)
+
+    def common(a: Sequence[int], b: Sequence[int]) -> int:
+        n = 0
+        for x, y in zip(a, b, strict=False):
+            if x != y:
+                break
+            n += 1
+        return n
+
+    runs: list[list[int]] = []
+    prefix: list[int] = []
+    for i in order:
+        if runs:
+            n = common(sequences[runs[-1][-1]], sequences[i])
+            if n >= min_tokens:
+                runs[-1].append(i)
+                prefix[-1] = min(prefix[-1], n)
+                continue
+        runs.append([i])
+        prefix.append(len(sequences[i]))
+    for run_id, (run, n) in enumerate(zip(runs, prefix, strict=True)):
+        n = min(n, min(len(sequences[i]) for i in run) - 1)
+        for i in run:
+            shared[i] = n if len(run) > 1 and n >= min_tokens else 0
+            cluster[i] = run_id
+    return shared, cluster
+
+
+def _left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[Tensor, Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r) :] = torch.tensor(list(r))
+            mask[i, width - len(r) :] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _encode_heads(
+    model: Any, heads: list[tuple[int, ...]], pad: int
+) -> tuple[Any, Tensor, Tensor]:
+    """Runs the distinct shared prefixes once, left-padded; returns their KV cache (one row per
+    head), token ids and attention mask. Positions count real tokens only, so the padding changes nothing
+    but rounding."""
+    ids, mask = _left_pad(heads, pad, model.device)
+    kwargs: dict[str, Any] = {"logits_to_keep": 1} if _accepts_logits_to_keep(type(model)) else {}
+    out = model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=(mask.cumsum(-1) - 1).clamp_min(0),
+        use_cache=True,
+        **kwargs,
+    )
+    return out.past_key_values, ids, mask
+
+
+def _split_heads(
+    prompts: list[Sequence[int]], shared: list[int]
+) -> tuple[list[tuple[int, ...]], list[int]] | None:
+    """Distinct heads of a batch and each prompt's head index, or None when no prompt of the batch
+    shares a prefix. A prompt without a shared prefix in such a batch uses all but its last token
+    as its own head, so every row has a real head and a non-empty tail."""
+    if not any(shared):
+        return None
+    heads = [tuple(p[: n if n else len(p) - 1]) for p, n in zip(prompts, shared, strict=True)]
+    distinct = list(dict.fromkeys(heads))
+    index = {h: k for k, h in enumerate(distinct)}
+    return distinct, [index[h] for h in heads]
+
+
 @torch.no_grad()
 def score_candidates(
     model: Any,
@@ -156,8 +245,10 @@ def score_candidates(
     Prompts of a batch are left-padded (positions count real tokens only, so padding changes
     nothing but rounding), run once with only the last position projected onto the vocabulary,
     and their cache rows are repeated for each candidate; the candidates then run as one batch
-    continuing from that cache. Numbers equal `score_answers` on the same pairs to float
-    rounding (tested). `batch_size` counts candidate sequences per forward pass.
+    continuing from that cache. A long prefix several prompts share (a comprehension passage
+    asked about many times) is encoded once more upstream: prefix, then each prompt's rest, then
+    its candidates. Numbers equal `score_answers` on the same pairs to float rounding (tested).
+    `batch_size` counts candidate sequences per forward pass.
     """
     _require_pad(tokenizer)
     model.eval()
@@ -170,19 +261,21 @@ def score_candidates(
                 f"a prompt of {len(prompt_ids)} tokens fills max_length={max_length}; raise eval max_length"
             )
         answers.append([_answer_ids(tokenizer, c, add_eos=add_eos)[:room] for c in candidates])
+    shared, cluster = shared_prefixes(prompts)
     cost = [len(p) + max(len(a) for a in answers[g]) for g, p in enumerate(prompts)]
-    order = sorted(range(len(groups)), key=lambda g: cost[g])
+    # Prompts sharing a prefix are batched together so it is encoded once per batch.
+    order = sorted(range(len(groups)), key=lambda g: (cluster[g] if shared[g] else -1, cost[g]))
     results: list[list[AnswerScore] | None] = [None] * len(groups)
     chunk: list[int] = []
     rows = 0
     for g in order:
         if chunk and rows + len(answers[g]) > batch_size:
-            _score_chunk(model, tokenizer, chunk, prompts, answers, results)
+            _score_chunk(model, tokenizer, chunk, prompts, shared, answers, results)
             chunk, rows = [], 0
         chunk.append(g)
         rows += len(answers[g])
     if chunk:
-        _score_chunk(model, tokenizer, chunk, prompts, answers, results)
+        _score_chunk(model, tokenizer, chunk, prompts, shared, answers, results)
     return [r for r in results if r is not None]
 
 
@@ -191,25 +284,34 @@ def _score_chunk(
     tokenizer: Any,
     chunk: list[int],
     prompts: list[list[int]],
+    shared: list[int],
     answers: list[list[list[int]]],
     results: list[list[AnswerScore] | None],
 ) -> None:
     device = model.device
     pad = tokenizer.pad_token_id
-    width = max(len(prompts[g]) for g in chunk)
-    prompt_ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-    prompt_mask = torch.zeros((len(chunk), width), dtype=torch.long)
-    for row, g in enumerate(chunk):
-        n = len(prompts[g])
-        prompt_ids[row, width - n :] = torch.tensor(prompts[g])
-        prompt_mask[row, width - n :] = 1
-    prompt_ids, prompt_mask = prompt_ids.to(device), prompt_mask.to(device)
-    positions = (prompt_mask.cumsum(-1) - 1).clamp_min(0)
+    split = _split_heads([prompts[g] for g in chunk], [shared[g] for g in chunk])
+    if split is None:
+        cache, head_mask = None, torch.zeros((len(chunk), 0), dtype=torch.long, device=device)
+        tails = [prompts[g] for g in chunk]
+    else:
+        heads, head_of = split
+        cache, _, head_mask = _encode_heads(model, heads, pad)
+        head_rows = torch.tensor(head_of, dtype=torch.long, device=device)
+        cache.batch_select_indices(head_rows)
+        head_mask = head_mask[head_rows]
+        tails = [prompts[g][len(heads[h]) :] for g, h in zip(chunk, head_of, strict=True)]
+    # Each prompt's rest, left-padded: its last token sits in the last column for every row, and
+    # any padding between head and rest is masked out.
+    tail_ids, tail_mask = _left_pad(tails, pad, device)
+    prompt_mask = torch.cat([head_mask, tail_mask], dim=1)
+    positions = (prompt_mask.cumsum(-1) - 1).clamp_min(0)[:, head_mask.shape[1] :]
     kwargs: dict[str, Any] = {"logits_to_keep": 1} if _accepts_logits_to_keep(type(model)) else {}
     out = model(
-        input_ids=prompt_ids,
+        input_ids=tail_ids,
         attention_mask=prompt_mask,
         position_ids=positions,
+        past_key_values=cache,
         use_cache=True,
         **kwargs,
     )
@@ -300,8 +402,9 @@ def greedy_generate(
 ) -> list[str]:
     """Greedy continuations (no sampling), decoded without the prompt, in input order.
 
-    Prompts are sorted by length so each left-padded batch wastes little compute; the KV cache
-    makes each new token one forward step. Stops at EOS, or at a stop string (matched on its
+    Prompts are sorted by length so each left-padded batch wastes little compute (prompts sharing
+    a long prefix are batched together and the prefix is encoded once); the KV cache makes each
+    new token one forward step. Stops at EOS, or at a stop string (matched on its
     token ids while generating, and cut from the text at its first occurrence). Padding uses the
     real pad token, never EOS. A prompt longer than the model's context minus `max_new_tokens`
     keeps its last tokens (LUME's documents can exceed a small model's context; the end of the
@@ -311,37 +414,57 @@ def greedy_generate(
 
     _require_pad(tokenizer)
     model.eval()
-    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-    outputs: list[str] = [""] * len(prompts)
+    pad = tokenizer.pad_token_id
     stop_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in stop_strings]
     context = getattr(model.config, "max_position_embeddings", None)
     room = context - max_new_tokens if context else None
     limit = {"truncation": True, "max_length": room} if room and room > 0 else {}
-    previous_side, previous_truncation = tokenizer.padding_side, tokenizer.truncation_side
-    tokenizer.padding_side = "left"  # generation appends at the right end of every row
+    previous_side = tokenizer.truncation_side
     tokenizer.truncation_side = "left"
     try:
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            batch = tokenizer(
-                [prompts[i] for i in chunk], return_tensors="pt", padding=True, **limit
-            ).to(model.device)
-            width = batch["input_ids"].shape[1]
-            criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
-            generated = model.generate(
-                **batch,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                eos_token_id=tokenizer.eos_token_id,
-                pad_token_id=tokenizer.pad_token_id,
-                stopping_criteria=criteria,
-            )
-            for i, row in zip(chunk, generated[:, width:], strict=True):
-                text = tokenizer.decode(row, skip_special_tokens=True)
-                for s in stop_strings:
-                    if s and s in text:
-                        text = text[: text.index(s)]
-                outputs[i] = text
+        encoded = [tokenizer(p, add_special_tokens=True, **limit)["input_ids"] for p in prompts]
     finally:
-        tokenizer.padding_side, tokenizer.truncation_side = previous_side, previous_truncation
+        tokenizer.truncation_side = previous_side
+    shared, cluster = shared_prefixes(encoded)
+    order = sorted(
+        range(len(prompts)), key=lambda i: (cluster[i] if shared[i] else -1, len(encoded[i]))
+    )
+    outputs: list[str] = [""] * len(prompts)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        rows = [encoded[i] for i in chunk]
+        split = _split_heads(rows, [shared[i] for i in chunk])
+        cache = None
+        if split is None:
+            ids, mask = _left_pad(rows, pad, model.device)
+        else:
+            # A shared prefix (a passage asked about several times) is encoded once; generate
+            # continues from its cache, reading positions from the mask across the padding
+            # between the prefix and each prompt's rest.
+            heads, head_of = split
+            cache, head_ids, head_mask = _encode_heads(model, heads, pad)
+            head_rows = torch.tensor(head_of, dtype=torch.long, device=model.device)
+            cache.batch_select_indices(head_rows)
+            tails = [r[len(heads[h]) :] for r, h in zip(rows, head_of, strict=True)]
+            tail_ids, tail_mask = _left_pad(tails, pad, model.device)
+            ids = torch.cat([head_ids[head_rows], tail_ids], dim=1)
+            mask = torch.cat([head_mask[head_rows], tail_mask], dim=1)
+        width = ids.shape[1]
+        criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
+        generated = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            past_key_values=cache,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=pad,
+            stopping_criteria=criteria,
+        )
+        for i, row in zip(chunk, generated[:, width:], strict=True):
+            text = tokenizer.decode(row, skip_special_tokens=True)
+            for s in stop_strings:
+                if s and s in text:
+                    text = text[: text.index(s)]
+            outputs[i] = text
     return outputs

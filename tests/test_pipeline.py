@@ -17,7 +17,15 @@ TOFU_SUBSCORES = [
     for m in ("probability", "rougeL", "truth_ratio")
 ]
 # Two epochs keep the suite fast: two snapshots per method, the second one final.
-ARGS = ["--scale", "tiny", "--splits", "forget10", "unlearn.epochs=2", "eval.max_new_tokens=48"]
+ARGS = [
+    "--scale",
+    "tiny",
+    "--splits",
+    "forget10",
+    "unlearn.epochs=2",
+    "eval.max_new_tokens=48",
+    "eval.lume_max_new_tokens=48",
+]
 ARGS += ["eval.batch_size=64"]  # fewer generation steps: the tiny model is cheap per row
 
 

@@ -87,6 +87,9 @@ class EvalConfig(_Section):
     mia: bool = True  # membership inference: forget set vs its holdout split
     mia_k: float = Field(0.4, gt=0, le=1)  # Min-K% / Min-K%++ fraction
     lume: bool = True  # LUME tasks, where the data has them (a `lume/` folder)
+    # The SemEval-2025 scorer generates up to 256 new tokens per LUME prompt (its --max_new_tokens
+    # default); TOFU's answers are short and keep `max_new_tokens`.
+    lume_max_new_tokens: int = Field(256, ge=1, le=8192)
     # Utility through lm-evaluation-harness (`pip install forgetbench[lmeval]`), e.g. [mmlu].
     lm_eval_tasks: list[str] = Field(default_factory=list)
     lm_eval_chat_template: bool = False

@@ -21,7 +21,7 @@ def test_every_task_split_and_kind_of_the_real_files_is_scored(shared_data, tmp_
     finetuned = save_model(build_tiny_model(tokenizer, seed=0), tokenizer, tmp_path / "model")
     out = tmp_path / "lume-eval"
     argv = ["eval", "--benchmark", "lume", "--model", str(finetuned), "--data", str(lume)]
-    argv += ["--out", str(out), "eval.max_new_tokens=4", "eval.batch_size=64", "--json"]
+    argv += ["--out", str(out), "eval.lume_max_new_tokens=4", "eval.batch_size=64", "--json"]
     assert main(argv) == 0
     scores = json.loads((out / "summary.json").read_text())["scores"]
     extra = json.loads((out / "extra_log.json").read_text())["lume"]
@@ -30,6 +30,13 @@ def test_every_task_split_and_kind_of_the_real_files_is_scored(shared_data, tmp_
         assert {(t, k) for t in (1, 2, 3) for k in ("regurgitation", "knowledge")} == set(expected)
         got = Counter((item["task"], item["kind"]) for item in extra[split])
         assert got == expected
+        # LUME generates up to eval.lume_max_new_tokens (4), not eval.max_new_tokens (200).
+        # Re-encoding decoded text can split a token (a partial UTF-8 character), hence the slack.
+        lengths = sorted(
+            len(tokenizer(i["generation"], add_special_tokens=False)["input_ids"])
+            for i in extra[split]
+        )
+        assert lengths[len(lengths) // 2] == 4 and lengths[-1] <= 12
         for task, kind in expected:
             assert 0.0 <= scores[f"lume/{kind}/Task{task}/{split}"] <= 1.0
     assert 0.0 <= scores["lume/task_aggregate"] <= 1.0

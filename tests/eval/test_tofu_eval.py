@@ -29,6 +29,7 @@ def logs(tiny_study, tmp_path_factory):
             "--out",
             str(out / name),
             "eval.max_new_tokens=48",
+            "eval.lume_max_new_tokens=48",
             "--json",
         ]
         if name == "finetuned":

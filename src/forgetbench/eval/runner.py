@@ -101,7 +101,7 @@ def evaluate_model(
             model,
             tokenizer,
             batch_size=options.batch_size,
-            max_new_tokens=options.max_new_tokens,
+            max_new_tokens=options.lume_max_new_tokens,
         )
         return None, lume_scores, extra
     sets = tofu_eval_sets(tofu_root(data), split)
@@ -137,7 +137,7 @@ def evaluate_model(
     if options.lume and (root / "lume" / "forget.jsonl").is_file():
         lume_scores, extra["lume"] = evaluate_lume(
             root / "lume", model, tokenizer,
-            batch_size=options.batch_size, max_new_tokens=options.max_new_tokens,
+            batch_size=options.batch_size, max_new_tokens=options.lume_max_new_tokens,
             utility=scores["utility/mc_accuracy"],
         )  # fmt: skip
         scores.update(lume_scores)

@@ -89,3 +89,45 @@ def _to_record(row: dict[str, Any], split: str, lineno: int, file: Path) -> Comp
         split=split,
         document=id_match.group("doc"),
     )
+
+
+def _documents(file: Path) -> list[str]:
+    documents = []
+    for lineno, row in enumerate(read_json_records(file), 1):
+        if not isinstance(row.get("document"), str):
+            raise DataError(
+                f"{file} line {lineno}: missing string field 'document'",
+                "SemEval's MIA files have one {id, document} row per document",
+            )
+        documents.append(row["document"])
+    if not documents:
+        raise DataError(f"{file} has no rows", "expected one document per line")
+    return documents
+
+
+def load_mia_documents(folder: str | Path) -> tuple[list[str], list[str]] | None:
+    """(member, non-member) documents for LUME's membership inference, or None without them.
+
+    SemEval-2025's layout first: `member.jsonl` and `nonmember.jsonl`, rows `{id, document}`.
+    Otherwise a `holdout.jsonl` of never-trained documents in the prompt layout (the miniature
+    writes one): each document is rebuilt from its `sc` prompt as input + " " + output, against
+    the forget set's documents rebuilt the same way (the miniature cuts its documents at a space).
+    """
+    path = Path(folder)
+    member, nonmember = path / "member.jsonl", path / "nonmember.jsonl"
+    if member.is_file() or nonmember.is_file():
+        if not (member.is_file() and nonmember.is_file()):
+            raise DataError(
+                f"{path} has only one of member.jsonl and nonmember.jsonl",
+                "membership inference needs both files",
+            )
+        return _documents(member), _documents(nonmember)
+    holdout = path / "holdout.jsonl"
+    if not holdout.is_file():
+        return None
+
+    def rebuilt(records: list[CompletionRecord]) -> list[str]:
+        return [f"{r.prefix} {r.completion}" for r in records if r.kind == "regurgitation"]
+
+    # load_lume needs a split name only to label the records of a single file.
+    return rebuilt(load_lume(path, "forget")), rebuilt(load_lume(holdout, "forget"))

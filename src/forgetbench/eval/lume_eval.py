@@ -1,6 +1,6 @@
 """LUME evaluation of one model (Ramakrishna et al., 2025): regurgitation and knowledge per task
-and split, membership inference against held-out documents when a holdout file exists, and the
-SemEval-2025 aggregates. Prompts are LUME's raw inputs (its models are trained on input+output
+and split, membership inference on whole documents (members vs never-trained documents) when the
+folder has them, and the SemEval-2025 aggregates. Prompts are LUME's raw inputs (its models are trained on input+output
 text, with no chat template)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from forgetbench.data.lume import SPLITS, load_lume
+from forgetbench.data.lume import SPLITS, load_lume, load_mia_documents
 from forgetbench.eval.distributed import sharded_map
 from forgetbench.eval.outputs import greedy_generate
-from forgetbench.eval.privacy_eval import evaluate_mia
+from forgetbench.eval.privacy_eval import evaluate_document_mia
 from forgetbench.metrics import lume
 from forgetbench.records import CompletionRecord
 
@@ -39,8 +39,8 @@ def evaluate_lume(
     utility: float | None = None,
 ) -> tuple[dict[str, float | None], dict[str, list[dict[str, Any]]]]:
     """Scores `lume/{regurgitation|knowledge}/Task{n}/{split}`, `lume/task_aggregate`,
-    `lume/mia/{attack}` + `lume/mia_score` (if `holdout.jsonl` exists) and `lume/final` (if a
-    utility is given), plus per-prompt logs."""
+    `lume/mia/{attack}` + `lume/mia_score` (if the folder has membership-inference documents, see
+    `load_mia_documents`) and `lume/final` (if a utility is given), plus per-prompt logs."""
     folder = Path(folder)
     scores: dict[str, float | None] = {}
     logs: dict[str, list[dict[str, Any]]] = {}
@@ -74,17 +74,12 @@ def evaluate_lume(
         logs[split] = per_item
     task_scores = {k.removeprefix("lume/"): v for k, v in scores.items() if v is not None}
     scores["lume/task_aggregate"] = lume.task_aggregate(task_scores, allow_missing=True)
-    holdout = folder / "holdout.jsonl"
     scores["lume/mia_score"] = None
-    if holdout.is_file():
-        nonmembers = load_lume(
-            holdout, "forget"
-        )  # split names the file; these were never trained on
-        mia_scores, logs["mia"] = evaluate_mia(
-            [(r.prefix, r.completion) for r in records_by_split["forget"]],
-            [(r.prefix, r.completion) for r in nonmembers],
-            model, tokenizer, batch_size=batch_size, prefix="lume/mia",
-        )  # fmt: skip
+    documents = load_mia_documents(folder)
+    if documents is not None:
+        mia_scores, logs["mia"] = evaluate_document_mia(
+            *documents, model, tokenizer, batch_size=batch_size, prefix="lume/mia"
+        )
         scores.update(mia_scores)
         scores["lume/mia_score"] = lume.mia_score(mia_scores["lume/mia/loss"])
     scores["lume/final"] = None

@@ -197,9 +197,7 @@ def _left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[Ten
     return ids.to(device), mask.to(device)
 
 
-def _encode_heads(
-    model: Any, heads: list[tuple[int, ...]], pad: int
-) -> tuple[Any, Tensor, Tensor]:
+def _encode_heads(model: Any, heads: list[tuple[int, ...]], pad: int) -> tuple[Any, Tensor, Tensor]:
     """Runs the distinct shared prefixes once, left-padded; returns their KV cache (one row per
     head), token ids and attention mask. Positions count real tokens only, so the padding changes nothing
     but rounding."""

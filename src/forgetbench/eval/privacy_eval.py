@@ -47,15 +47,49 @@ def evaluate_mia(
     scored = sharded_map(
         lambda shard: score_answers(model, tokenizer, shard, batch_size=batch_size), pairs
     )
-    per_attack = attack_scores(scored, [a for _, a in pairs], k=k)
-    n = len(members)
+    return _attack_aucs(scored, [a for _, a in pairs], len(members), k=k, prefix=prefix)
+
+
+def evaluate_document_mia(
+    members: Sequence[str],
+    nonmembers: Sequence[str],
+    model: Any,
+    tokenizer: Any,
+    *,
+    batch_size: int,
+    k: float = 0.4,
+    prefix: str = "mia",
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Membership inference on whole documents, as SemEval-2025's scorer runs it: every token of
+    a document after the tokenizer's own opening (BOS, or the first token when there is none) is
+    scored, so the LOSS attack's score is minus `model(ids, labels=ids).loss`. Documents are not
+    cut below the model's context length. Same outputs as `evaluate_mia`."""
+    if not members or not nonmembers:
+        raise ValueError("membership inference needs members and non-members")
+    documents = [*members, *nonmembers]
+    context = getattr(model.config, "max_position_embeddings", None) or 4096
+    pairs = [("", d) for d in documents]
+    scored = sharded_map(
+        lambda shard: score_answers(
+            model, tokenizer, shard, batch_size=batch_size, max_length=context, add_eos=False
+        ),
+        pairs,
+    )
+    return _attack_aucs(scored, documents, len(members), k=k, prefix=prefix)
+
+
+def _attack_aucs(
+    scored: Sequence[AnswerScore], texts: Sequence[str], n: int, *, k: float, prefix: str
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """The first `n` items are members."""
+    per_attack = attack_scores(scored, texts, k=k)
     result = {
         f"{prefix}/{name}": mia.attack_auc(values[:n], values[n:])
         for name, values in per_attack.items()
     }
     log = [
         {"member": i < n, **{name: float(values[i]) for name, values in per_attack.items()}}
-        for i in range(len(pairs))
+        for i in range(len(texts))
     ]
     return result, log
 

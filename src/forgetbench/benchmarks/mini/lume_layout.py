@@ -2,7 +2,7 @@
 
 Written as `lume/forget.jsonl`, `lume/retain.jsonl` (what `forgetbench.data.lume.load_lume`
 reads) and `lume/holdout.jsonl` (documents of the same kind that no model is trained on: the
-non-members for membership inference). Rows are LUME's `{id, input, output, task}`; each
+non-members for membership inference, rebuilt from their `sc` prompts). Rows are LUME's `{id, input, output, task}`; each
 document gives one regurgitation prompt (`<doc>sc1`: the text up to a word boundary in its second
 half -> the rest) and knowledge prompts (`<doc>qa0`, `qa1`, ...: question -> short answer).
 As in LUME, a knowledge answer may be a reformatting of the text (an SSN asked as digits only).

@@ -1,7 +1,7 @@
 """LUME evaluation of one model (Ramakrishna et al., 2025): regurgitation and knowledge per task
 and split, membership inference on whole documents (members vs never-trained documents) when the
-folder has them, and the SemEval-2025 aggregates. Prompts are LUME's raw inputs (its models are trained on input+output
-text, with no chat template)."""
+folder has them, and the SemEval-2025 aggregates. Prompts are LUME's raw inputs (its models are
+trained on input+output text, with no chat template)."""
 
 from __future__ import annotations
 

@@ -199,8 +199,8 @@ def _left_pad(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[Ten
 
 def _encode_heads(model: Any, heads: list[tuple[int, ...]], pad: int) -> tuple[Any, Tensor, Tensor]:
     """Runs the distinct shared prefixes once, left-padded; returns their KV cache (one row per
-    head), token ids and attention mask. Positions count real tokens only, so the padding changes nothing
-    but rounding."""
+    head), token ids and attention mask. Positions count real tokens only, so the padding changes
+    nothing but rounding."""
     ids, mask = _left_pad(heads, pad, model.device)
     kwargs: dict[str, Any] = {"logits_to_keep": 1} if _accepts_logits_to_keep(type(model)) else {}
     out = model(

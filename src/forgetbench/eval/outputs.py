@@ -213,18 +213,26 @@ def _encode_heads(model: Any, heads: list[tuple[int, ...]], pad: int) -> tuple[A
     return out.past_key_values, ids, mask
 
 
-def _split_heads(
-    prompts: list[Sequence[int]], shared: list[int]
-) -> tuple[list[tuple[int, ...]], list[int]] | None:
-    """Distinct heads of a batch and each prompt's head index, or None when no prompt of the batch
-    shares a prefix. A prompt without a shared prefix in such a batch uses all but its last token
-    as its own head, so every row has a real head and a non-empty tail."""
+def _shared_prefix_stage(
+    model: Any, rows: Sequence[Sequence[int]], shared: Sequence[int], pad: int
+) -> tuple[Any, Tensor, Tensor, list[Sequence[int]]]:
+    """Per row of a batch: the KV cache of its shared prefix, the prefix's left-padded ids and
+    mask, and the rest of the row. When no row shares a prefix there is no cache and the prefix
+    columns are empty, so the rest is the whole row. In a batch that shares, a row without a
+    shared prefix uses all but its last token as its own prefix, so every row has a real prefix
+    and a non-empty rest."""
+    device = model.device
     if not any(shared):
-        return None
-    heads = [tuple(p[: n if n else len(p) - 1]) for p, n in zip(prompts, shared, strict=True)]
+        empty = torch.zeros((len(rows), 0), dtype=torch.long, device=device)
+        return None, empty, empty, list(rows)
+    heads = [tuple(r[: n if n else len(r) - 1]) for r, n in zip(rows, shared, strict=True)]
     distinct = list(dict.fromkeys(heads))
     index = {h: k for k, h in enumerate(distinct)}
-    return distinct, [index[h] for h in heads]
+    cache, ids, mask = _encode_heads(model, distinct, pad)
+    owner = torch.tensor([index[h] for h in heads], dtype=torch.long, device=device)
+    cache.batch_select_indices(owner)
+    tails = [r[len(h) :] for r, h in zip(rows, heads, strict=True)]
+    return cache, ids[owner], mask[owner], tails
 
 
 @torch.no_grad()
@@ -288,17 +296,9 @@ def _score_chunk(
 ) -> None:
     device = model.device
     pad = tokenizer.pad_token_id
-    split = _split_heads([prompts[g] for g in chunk], [shared[g] for g in chunk])
-    if split is None:
-        cache, head_mask = None, torch.zeros((len(chunk), 0), dtype=torch.long, device=device)
-        tails = [prompts[g] for g in chunk]
-    else:
-        heads, head_of = split
-        cache, _, head_mask = _encode_heads(model, heads, pad)
-        head_rows = torch.tensor(head_of, dtype=torch.long, device=device)
-        cache.batch_select_indices(head_rows)
-        head_mask = head_mask[head_rows]
-        tails = [prompts[g][len(heads[h]) :] for g, h in zip(chunk, head_of, strict=True)]
+    cache, _, head_mask, tails = _shared_prefix_stage(
+        model, [prompts[g] for g in chunk], [shared[g] for g in chunk], pad
+    )
     # Each prompt's rest, left-padded: its last token sits in the last column for every row, and
     # any padding between head and rest is masked out.
     tail_ids, tail_mask = _left_pad(tails, pad, device)
@@ -431,22 +431,15 @@ def greedy_generate(
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         rows = [encoded[i] for i in chunk]
-        split = _split_heads(rows, [shared[i] for i in chunk])
-        cache = None
-        if split is None:
-            ids, mask = _left_pad(rows, pad, model.device)
-        else:
-            # A shared prefix (a passage asked about several times) is encoded once; generate
-            # continues from its cache, reading positions from the mask across the padding
-            # between the prefix and each prompt's rest.
-            heads, head_of = split
-            cache, head_ids, head_mask = _encode_heads(model, heads, pad)
-            head_rows = torch.tensor(head_of, dtype=torch.long, device=model.device)
-            cache.batch_select_indices(head_rows)
-            tails = [r[len(heads[h]) :] for r, h in zip(rows, head_of, strict=True)]
-            tail_ids, tail_mask = _left_pad(tails, pad, model.device)
-            ids = torch.cat([head_ids[head_rows], tail_ids], dim=1)
-            mask = torch.cat([head_mask[head_rows], tail_mask], dim=1)
+        # A shared prefix (a passage asked about several times) is encoded once; generate
+        # continues from its cache, reading positions from the mask across the padding between
+        # the prefix and each prompt's rest.
+        cache, head_ids, head_mask, tails = _shared_prefix_stage(
+            model, rows, [shared[i] for i in chunk], pad
+        )
+        tail_ids, tail_mask = _left_pad(tails, pad, model.device)
+        ids = torch.cat([head_ids, tail_ids], dim=1)
+        mask = torch.cat([head_mask, tail_mask], dim=1)
         width = ids.shape[1]
         criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
         generated = model.generate(

@@ -41,13 +41,9 @@ def evaluate_mia(
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """AUC of each attack separating `members` from `nonmembers` ((prompt, answer) pairs; the
     answer is what is scored). Returns `{f"{prefix}/{attack}": auc}` and per-item logs."""
-    if not members or not nonmembers:
-        raise ValueError("membership inference needs members and non-members")
-    pairs = [*members, *nonmembers]
-    scored = sharded_map(
-        lambda shard: score_answers(model, tokenizer, shard, batch_size=batch_size), pairs
+    return _membership_aucs(
+        members, nonmembers, model, tokenizer, batch_size=batch_size, k=k, prefix=prefix
     )
-    return _attack_aucs(scored, [a for _, a in pairs], len(members), k=k, prefix=prefix)
 
 
 def evaluate_document_mia(
@@ -64,32 +60,42 @@ def evaluate_document_mia(
     a document after the tokenizer's own opening (BOS, or the first token when there is none) is
     scored, so the LOSS attack's score is minus `model(ids, labels=ids).loss`. Documents are not
     cut below the model's context length. Same outputs as `evaluate_mia`."""
+    context = getattr(model.config, "max_position_embeddings", None) or 4096
+    return _membership_aucs(
+        [("", d) for d in members], [("", d) for d in nonmembers], model, tokenizer,
+        batch_size=batch_size, k=k, prefix=prefix, max_length=context, add_eos=False,
+    )  # fmt: skip
+
+
+def _membership_aucs(
+    members: Sequence[tuple[str, str]],
+    nonmembers: Sequence[tuple[str, str]],
+    model: Any,
+    tokenizer: Any,
+    *,
+    batch_size: int,
+    k: float,
+    prefix: str,
+    **scoring: Any,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Scores the answers of members then non-members (`scoring` goes to `score_answers`) and
+    returns each attack's AUC and per-item logs."""
     if not members or not nonmembers:
         raise ValueError("membership inference needs members and non-members")
-    documents = [*members, *nonmembers]
-    context = getattr(model.config, "max_position_embeddings", None) or 4096
-    pairs = [("", d) for d in documents]
+    pairs = [*members, *nonmembers]
     scored = sharded_map(
-        lambda shard: score_answers(
-            model, tokenizer, shard, batch_size=batch_size, max_length=context, add_eos=False
-        ),
+        lambda shard: score_answers(model, tokenizer, shard, batch_size=batch_size, **scoring),
         pairs,
     )
-    return _attack_aucs(scored, documents, len(members), k=k, prefix=prefix)
-
-
-def _attack_aucs(
-    scored: Sequence[AnswerScore], texts: Sequence[str], n: int, *, k: float, prefix: str
-) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """The first `n` items are members."""
-    per_attack = attack_scores(scored, texts, k=k)
+    per_attack = attack_scores(scored, [a for _, a in pairs], k=k)
+    n = len(members)
     result = {
         f"{prefix}/{name}": mia.attack_auc(values[:n], values[n:])
         for name, values in per_attack.items()
     }
     log = [
         {"member": i < n, **{name: float(values[i]) for name, values in per_attack.items()}}
-        for i in range(len(texts))
+        for i in range(len(pairs))
     ]
     return result, log
 

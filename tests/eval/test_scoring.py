@@ -72,6 +72,10 @@ def test_shared_prompt_scoring_equals_independent_scoring(model_and_pairs):
     groups = _groups(pairs)
     grouped = score_candidates(model, tokenizer, groups, batch_size=7)
     flat = score_answers(model, tokenizer, [(p, c) for p, cs in groups for c in cs], batch_size=3)
+    _assert_grouped_equals_flat(grouped, flat)
+
+
+def _assert_grouped_equals_flat(grouped, flat):
     flat_iter = iter(flat)
     for scores in grouped:
         for a in scores:
@@ -81,6 +85,7 @@ def test_shared_prompt_scoring_equals_independent_scoring(model_and_pairs):
             np.testing.assert_array_equal(a.argmax_matches, b.argmax_matches)
             np.testing.assert_allclose(a.token_mean, b.token_mean, atol=1e-5)
             np.testing.assert_allclose(a.token_std, b.token_std, atol=1e-5)
+    assert next(flat_iter, None) is None
 
 
 def test_shared_prompt_scoring_does_not_depend_on_batch_size(model_and_pairs):
@@ -151,11 +156,4 @@ def test_prompts_sharing_a_passage_score_as_if_independent(model_and_pairs):
     flat = score_answers(model, tokenizer, [(p, c) for p, cs in groups for c in cs], batch_size=4)
     for batch_size in (1, 5, 64):
         grouped = score_candidates(model, tokenizer, groups, batch_size=batch_size)
-        flat_iter = iter(flat)
-        for scores in grouped:
-            for a in scores:
-                b = next(flat_iter)
-                assert a.tokens == b.tokens
-                np.testing.assert_allclose(a.token_logps, b.token_logps, atol=1e-5)
-                np.testing.assert_array_equal(a.argmax_matches, b.argmax_matches)
-                np.testing.assert_allclose(a.token_std, b.token_std, atol=1e-5)
+        _assert_grouped_equals_flat(grouped, flat)

@@ -8,6 +8,7 @@ import pytest
 
 from forgetbench.cli import main
 from forgetbench.config import METHOD_NAMES
+from golden_results import check_against_golden
 
 pytestmark = [pytest.mark.slow, pytest.mark.study]
 
@@ -67,6 +68,15 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
     assert 'id="fq-plane-forget10"' in html and 'id="formats-forget10"' in html
     for row in rows:
         assert (study / row["log"] / "summary.json").is_file()
+
+
+def test_the_numbers_are_the_golden_ones(study):
+    # Every row, sub-score and example generation of the tiny study, to 1e-6: a refactor that
+    # should not move results does not.
+    comparable, found = check_against_golden(json.loads((study / "results.json").read_text()))
+    if not comparable:
+        pytest.skip(f"golden numbers are for another build: {found[0]}")
+    assert not found, f"{len(found)} values differ from tests/golden: {found[:5]}"
 
 
 def test_a_finished_study_reruns_from_its_caches_with_the_same_numbers(study, capsys):

@@ -36,7 +36,11 @@ def differences(got: Any, want: Any, where: str = "") -> list[str]:
     if isinstance(want, list) and isinstance(got, list):
         if len(got) != len(want):
             return [f"{where}: {len(got)} items, golden {len(want)}"]
-        return [d for i, (g, w) in enumerate(zip(got, want)) for d in differences(g, w, f"{where}[{i}]")]
+        return [
+            d
+            for i, (g, w) in enumerate(zip(got, want, strict=True))
+            for d in differences(g, w, f"{where}[{i}]")
+        ]
     numbers = (int, float)
     if isinstance(want, numbers) and isinstance(got, numbers) and not isinstance(want, bool):
         both_nan = isinstance(want, float) and math.isnan(want) and math.isnan(got)

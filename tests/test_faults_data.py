@@ -233,7 +233,7 @@ def test_non_utf8_config_names_the_byte(capsys, tmp_path):
 
 
 def test_non_utf8_refusals_file_names_file_and_byte(tmp_path):
-    # `unlearn` reads the refusals file only after pretraining and finetuning (train/study.py),
+    # `unlearn` reads the refusals file only after pretraining and finetuning (study/unlearn.py),
     # so the loader is checked here rather than through the CLI.
     from forgetbench.errors import DataError
     from forgetbench.methods.refusals import load_refusals

@@ -17,10 +17,10 @@ from forgetbench.train.stages import stage_key
 EXPENSIVE = {
     "forgetbench.benchmarks.mini": ["generate_mini"],
     "forgetbench.train.mini": ["pretrain_base", "finetune_mini"],
-    "forgetbench.train.study": ["unlearn_command"],
-    "forgetbench.pipeline": ["run_study"],
-    "forgetbench.eval.sanity": ["sanity_study"],
-    "forgetbench.train.bench": ["bench_training"],
+    "forgetbench.study.unlearn": ["unlearn_command"],
+    "forgetbench.study.run": ["run_study"],
+    "forgetbench.study.sanity": ["sanity_study"],
+    "forgetbench.study.bench": ["bench_training"],
     "forgetbench.train.stages": ["finetune_split"],
     "forgetbench.modeling": ["load_model"],
 }
@@ -181,14 +181,14 @@ def test_finetune_command_passes_train_options_to_the_miniature(monkeypatch, tmp
 
 
 def test_a_bad_refusals_file_is_refused_before_any_training(tmp_path, capsys, monkeypatch):
-    import forgetbench.pipeline
-    import forgetbench.train.study
+    import forgetbench.study.run
+    import forgetbench.study.unlearn
 
     def tripwire(*args, **kwargs):
         raise AssertionError("training started before the refusals file was read")
 
-    monkeypatch.setattr(forgetbench.train.study, "unlearn_command", tripwire)
-    monkeypatch.setattr(forgetbench.pipeline, "run_study", tripwire, raising=False)
+    monkeypatch.setattr(forgetbench.study.unlearn, "unlearn_command", tripwire)
+    monkeypatch.setattr(forgetbench.study.run, "run_study", tripwire, raising=False)
     bad = tmp_path / "refusals.txt"
     bad.write_bytes(b"I don't know.\n\xff\xfe\n")
     for command in (["unlearn", "--method", "idk"], ["run", "--methods", "idk"]):

@@ -534,6 +534,7 @@ def _data_without_action(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _finetune(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.study.resolve import is_miniature, miniature
     from forgetbench.train.stages import finetune_split
 
     _quiet_transformers()
@@ -545,8 +546,8 @@ def _finetune(args: argparse.Namespace) -> dict[str, Any]:
         )
     split = config.benchmark.split  # `full` unless --split says otherwise
     progress = not (args.no_progress or args.json)
-    if config.benchmark.name == "mini" and not args.model and not args.data:
-        result = _finetune_mini(config, split=split, out=Path(args.out), progress=progress)
+    if is_miniature(config, args.model, args.data):
+        result = miniature(config, Path(args.out), progress=progress).model(split)
     else:
         if not args.data:
             raise _UsageError(
@@ -588,7 +589,7 @@ def _quiet_transformers() -> None:
 
 
 def _unlearn(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.train.study import unlearn_command
+    from forgetbench.study.unlearn import unlearn_command
 
     _quiet_transformers()
     config = _resolve_config(args)
@@ -628,17 +629,13 @@ def _unlearn(args: argparse.Namespace) -> dict[str, Any]:
 def _eval(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.data.logs import read_eval_log
     from forgetbench.eval.lume_eval import lume_final_scores
-    from forgetbench.eval.runner import (
-        SUMMARY_NAME,
-        evaluate_model,
-        evaluation_key,
-        relative_scores,
-        write_evaluation,
-    )
+    from forgetbench.eval.runner import SUMMARY_NAME, relative_scores
     from forgetbench.io import read_json
     from forgetbench.metrics import METRICS
-    from forgetbench.modeling import load_model, resolve_template
+    from forgetbench.modeling import load_tokenizer, resolve_template
     from forgetbench.report.tables import lume_mmlu_notes
+    from forgetbench.study.evaluate import evaluate_cached
+    from forgetbench.study.resolve import Study
 
     _quiet_transformers()
     config = _resolve_config(args)
@@ -663,35 +660,6 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
         ) / SUMMARY_NAME
         if summary_file.is_file():
             reference_scores = read_json(summary_file).get("scores")
-    model, tokenizer = load_model(
-        args.model, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
-    )
-    template = resolve_template(config.model.template, tokenizer, args.model)
-    log, scores, extra = evaluate_model(
-        model, tokenizer, template, data=args.data, split=config.benchmark.split,
-        benchmark=benchmark, options=config.eval, max_length=config.train.max_length,
-    )  # fmt: skip
-    scores.update(
-        relative_scores(
-            log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
-        )
-    )
-    if config.eval.lm_eval_tasks:
-        from forgetbench.eval.lmeval import lm_eval_utility
-
-        utility = lm_eval_utility(
-            args.model,
-            config.eval.lm_eval_tasks,
-            batch_size=config.eval.batch_size,
-            apply_chat_template=config.eval.lm_eval_chat_template,
-            dtype=config.model.dtype,
-            trust_remote_code=config.model.trust_remote_code,
-            include_path=config.eval.lm_eval_include_path,
-        )
-        scores.update({f"lm_eval/{key}": value for key, value in utility.items()})
-    # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
-    scores.update(lume_final_scores(scores, given_mmlu=config.eval.lume_mmlu))
-    key = evaluation_key(args.model, args.data, config.benchmark.split, config.eval, benchmark)
     info = {
         "model": args.model,
         "data": args.data,
@@ -702,7 +670,38 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
         "metric_versions": {name: m.version for name, m in METRICS.items()},
         "config": config.model_dump(),
     }
-    write_evaluation(out, key, log, scores, extra, info)
+
+    def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
+        added = relative_scores(
+            log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
+        )
+        if config.eval.lm_eval_tasks:
+            from forgetbench.eval.lmeval import lm_eval_utility
+
+            utility = lm_eval_utility(
+                args.model,
+                config.eval.lm_eval_tasks,
+                batch_size=config.eval.batch_size,
+                apply_chat_template=config.eval.lm_eval_chat_template,
+                dtype=config.model.dtype,
+                trust_remote_code=config.model.trust_remote_code,
+                include_path=config.eval.lm_eval_include_path,
+            )
+            added.update({f"lm_eval/{key}": value for key, value in utility.items()})
+        # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
+        added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
+        return added
+
+    tokenizer = load_tokenizer(args.model, trust_remote_code=config.model.trust_remote_code)
+    study = Study(
+        Path(args.data), Path(args.model), None, {},
+        resolve_template(config.model.template, tokenizer, args.model),
+        config.train.max_length, lambda name: (None, {}), benchmark=benchmark,
+    )  # fmt: skip
+    scores = evaluate_cached(
+        args.model, study, split=config.benchmark.split, options=config.eval, folder=out,
+        model=config.model, info=info, extend=extend,
+    ).scores  # fmt: skip
     summary = {"scores": scores, "out": str(out), **info}
     if not args.json:
         from forgetbench.report.console import print_comparison
@@ -718,7 +717,7 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _sanity(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.eval.sanity import sanity_study
+    from forgetbench.study.sanity import sanity_study
 
     _quiet_transformers()
     config = _resolve_config(args)
@@ -753,9 +752,9 @@ def _sanity(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.pipeline import run_study
     from forgetbench.report.html import build_report
     from forgetbench.report.tables import leaderboard, lume_mmlu_notes, print_leaderboard
+    from forgetbench.study.run import run_study
 
     _quiet_transformers()
     config = _resolve_config(args)
@@ -793,30 +792,9 @@ def _report(args: argparse.Namespace) -> dict[str, Any]:
     return {"report": str(path)}
 
 
-def _finetune_mini(config: RunConfig, *, split: str, out: Path, progress: bool) -> Any:
-    """The built-in default: generate the miniature world, pretrain the tiny base model on its
-    background corpus, then finetune (`full`) or train a retain model (`retainNN`)."""
-    from forgetbench.benchmarks.mini import generate_mini
-    from forgetbench.train.mini import finetune_mini, pretrain_base
-
-    data = out / "data"
-    generate_mini(data, scale=config.scale, seed=config.seed)
-    base = pretrain_base(out, data, scale=config.scale, seed=config.seed, progress=progress)
-    return finetune_mini(
-        out,
-        data,
-        base.model_dir,
-        split=split,
-        scale=config.scale,
-        seed=config.seed,
-        progress=progress,
-        train=config.train,
-    )
-
-
 def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.console import print_rows
-    from forgetbench.train.bench import bench_training
+    from forgetbench.study.bench import bench_training
 
     config = _resolve_config(args)
     if args.target not in ("train", "eval"):
@@ -846,6 +824,7 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
     from forgetbench.io import atomic_write_json
     from forgetbench.modeling import load_model, resolve_template
     from forgetbench.report.console import print_rows
+    from forgetbench.study.resolve import miniature
 
     _quiet_transformers()
     out = Path(args.out)
@@ -857,8 +836,8 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
     if args.model:
         model_dir, data = str(args.model), str(args.data)
     else:
-        finetuned = _finetune_mini(config, split="full", out=out, progress=not args.json)
-        model_dir, data = str(finetuned.model_dir), str(out / "data")
+        mini = miniature(config, out, progress=not args.json)
+        model_dir, data = str(mini.model("full").model_dir), str(mini.data)
     sets = tofu_eval_sets(data, config.benchmark.split)
     model, tokenizer = load_model(
         model_dir, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code

@@ -11,8 +11,9 @@ from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval import tofu_eval
 from forgetbench.eval.runner import evaluate_model, evaluation_key
 from forgetbench.eval.tofu_eval import first_questions, tofu_eval_sets
-from forgetbench.pipeline import Study, load_retain_logs
 from forgetbench.records import QARecord
+from forgetbench.study.resolve import Study
+from forgetbench.study.run import load_retain_logs
 
 
 def _record(i: int) -> QARecord:

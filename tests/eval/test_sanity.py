@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from forgetbench.data.logs import EvalLog, SetLog
-from forgetbench.eval.sanity import KS_CHECKS, REFERENCE_HIDDEN, random_model, run_checks
+from forgetbench.eval.sanity import KS_CHECKS, run_checks
+from forgetbench.study.sanity import REFERENCE_HIDDEN, random_model
 
 
 def _log(forget_ratios, retain_ratios) -> EvalLog:

@@ -236,8 +236,8 @@ def _stop_after(steps: int):
 
 def test_a_named_preset_replaces_the_models_tuned_values_but_keeps_its_layer():
     from forgetbench.config import load_config
+    from forgetbench.study.unlearn import resolve_method
     from forgetbench.train.mini import mini_unlearn_defaults
-    from forgetbench.train.study import resolve_method
 
     loop, options = mini_unlearn_defaults("rmu", layers=4)
 

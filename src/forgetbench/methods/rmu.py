@@ -171,7 +171,7 @@ RMU_PRESETS: dict[str, RMUPreset] = {
 TRAIN_PARAMS = ("selected", "all")
 TOKENS = ("all", "answer")
 # Options that describe the model rather than the method (the steered layer must exist in it).
-# When a user names a preset, a model's default options keep only these (train/study.py).
+# When a user names a preset, a model's default options keep only these (study/unlearn.py).
 MODEL_OPTIONS = frozenset({"layer", "update_layers"})
 
 

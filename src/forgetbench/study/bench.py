@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.data.tofu import load_tofu
 from forgetbench.eval.outputs import greedy_generate
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import load_model
-from forgetbench.train.mini import TEMPLATE, finetune_mini, pretrain_base
+from forgetbench.study.resolve import Miniature
+from forgetbench.train.mini import TEMPLATE
 
 
 def bench_training(
@@ -30,19 +30,17 @@ def bench_training(
             "bench needs an empty --out folder to time anything",
         )
     started = time.perf_counter()
-    data = out / "data"
-    generate_mini(data, scale=scale, seed=seed)
-    generated = time.perf_counter() - started
-    base = pretrain_base(out, data, scale=scale, seed=seed, progress=progress)
-    finetuned = finetune_mini(
-        out, data, base.model_dir, split="full", scale=scale, seed=seed, progress=progress
-    )
-    retain = finetune_mini(
-        out, data, base.model_dir, split="retain90", scale=scale, seed=seed, progress=progress
-    )
+    mini = Miniature(out, scale, seed, progress=progress)
+    data, base = mini.data, mini.base
+    finetuned, retain = mini.model("full"), mini.model("retain90")
     total = time.perf_counter() - started
     stages = [
-        {"stage": "generate data", "seconds": round(generated, 1), "steps": 0, "final_loss": None}
+        {
+            "stage": "generate data",
+            "seconds": round(mini.timings["data"], 1),
+            "steps": 0,
+            "final_loss": None,
+        }
     ]
     for result in (base, finetuned, retain):
         stages.append(

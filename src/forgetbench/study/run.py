@@ -7,44 +7,24 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import subprocess
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
 from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
-from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
+from forgetbench.study.evaluate import Evaluated, evaluate_cached
+from forgetbench.study.pool import InlinePool, make_pool, quiet_transformers, study_workers
+from forgetbench.study.resolve import Study, resolve
 
 RESULTS_NAME = "results.json"
 CSV_NAME = "results.csv"
-
-
-@dataclass(frozen=True)
-class Study:
-    """The models and data a study runs on, resolved once."""
-
-    data: Path  # the benchmark folder (the miniature's root, or a TOFU-layout folder)
-    finetuned: Path
-    base: Path | None
-    retain: dict[str, Path]  # split -> retain model
-    template: Any
-    max_length: int
-    unlearn_defaults: Any  # name, layers -> (LoopConfig, options)
-
-
-@dataclass
-class Evaluated:
-    log: EvalLog | None
-    scores: dict[str, Any]
-    folder: Path
 
 
 def _git_sha() -> str | None:
@@ -59,136 +39,6 @@ def _git_sha() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def _external_defaults(name: str) -> Any:
-    from forgetbench.train.study import external_unlearn_defaults
-
-    return external_unlearn_defaults()
-
-
-def _train_job(
-    out: Path, data_dir: Path, base_dir: Path, split: str, common: dict[str, Any]
-) -> tuple[Path, float]:
-    from forgetbench.train.mini import finetune_mini
-
-    t = time.perf_counter()
-    stage = finetune_mini(out, data_dir, base_dir, split=split, **common)
-    return stage.model_dir, time.perf_counter() - t
-
-
-def prepare_study(
-    config: RunConfig,
-    out: Path,
-    *,
-    model: str | None,
-    data: str | None,
-    progress: bool,
-    pool: Any = None,
-) -> tuple[Study, dict[str, float]]:
-    pool = pool or InlinePool()
-    from forgetbench.train.study import retain_split_for
-
-    timings: dict[str, float] = {}
-    splits = config.study.splits
-    if model is None and config.benchmark.name == "mini":
-        from forgetbench.benchmarks.mini import generate_mini
-        from forgetbench.modeling import TINY_SIZES
-        from forgetbench.train.mini import TEMPLATE, mini_unlearn_defaults, pretrain_base
-
-        data_dir = out / "data"
-        t = time.perf_counter()
-        generate_mini(data_dir, scale=config.scale, seed=config.seed)
-        timings["data"] = time.perf_counter() - t
-        common = {"scale": config.scale, "seed": config.seed}
-        # The user's train.* options apply to the finetuned and retain models (one recipe).
-        train_common = {**common, "train": config.train}
-        # Wall time of this run: a cached stage costs ~0 here, whatever it took to train.
-        t = time.perf_counter()
-        base = pretrain_base(out, data_dir, **common, progress=progress)
-        timings["pretrain"] = time.perf_counter() - t
-        # The finetuned and retain models only need the base: trained side by side.
-        stages = {"finetune": "full"}
-        stages.update({f"retain_{split}": retain_split_for(split) for split in splits})
-        # Progress bars from parallel workers would interleave; in this process they show.
-        train_common["progress"] = progress and isinstance(pool, InlinePool)
-        jobs = {
-            name: pool.submit(_train_job, out, data_dir, base.model_dir, split, train_common)
-            for name, split in stages.items()
-        }
-        trained = {name: job.result() for name, job in jobs.items()}
-        timings.update({name: seconds for name, (_, seconds) in trained.items()})
-        finetuned_dir = trained["finetune"][0]
-        retain = {split: trained[f"retain_{split}"][0] for split in splits}
-        layers = TINY_SIZES[config.scale].layers
-        return Study(
-            data_dir,
-            finetuned_dir,
-            base.model_dir,
-            retain,
-            TEMPLATE,
-            TINY_SIZES[config.scale].max_positions,
-            partial(mini_unlearn_defaults, layers=layers),
-        ), timings
-    if model is None or data is None:
-        raise ConfigError(
-            "forgetbench run with --model also needs --data (a TOFU-layout folder or hub id)",
-            "or neither, for the built-in miniature study (--benchmark mini)",
-        )
-    if config.benchmark.name == "lume":
-        raise ConfigError(
-            "forgetbench run --benchmark lume is not supported yet",
-            "evaluate LUME models with 'forgetbench eval --benchmark lume'",
-        )
-    from forgetbench.modeling import load_tokenizer, resolve_template
-
-    tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
-    return Study(
-        Path(data),
-        Path(model),
-        None,
-        {},
-        resolve_template(config.model.template, tokenizer, model),
-        config.train.max_length,
-        _external_defaults,
-    ), timings
-
-
-def evaluate_cached(
-    model_dir: Path,
-    study: Study,
-    config: RunConfig,
-    *,
-    split: str,
-    folder: Path,
-    full: bool,
-) -> Evaluated:
-    """Every metric of one model on one split, from the cache when it is there."""
-    from forgetbench.eval.runner import (
-        cached_evaluation,
-        evaluate_model,
-        evaluation_key,
-        write_evaluation,
-    )
-    from forgetbench.modeling import load_model
-
-    options = config.eval
-    if not full:
-        options = options.model_copy(update={"formats": False, "lume": False})
-    benchmark = "mini" if config.benchmark.name == "mini" else "tofu"
-    key = evaluation_key(model_dir, study.data, split, options, benchmark)
-    cached = cached_evaluation(folder, key)
-    if cached is not None:
-        return Evaluated(cached[0], cached[1], folder)
-    model, tokenizer = load_model(
-        model_dir, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
-    )
-    log, scores, extra = evaluate_model(
-        model, tokenizer, study.template, data=study.data, split=split, benchmark=benchmark,
-        options=options, max_length=study.max_length,
-    )  # fmt: skip
-    write_evaluation(folder, key, log, scores, extra, {"model": str(model_dir), "split": split})
-    return Evaluated(log, scores, folder)
 
 
 def load_retain_logs(config: RunConfig, study: Study) -> dict[str, EvalLog]:
@@ -280,68 +130,6 @@ def _examples(split: str, method: str, step: int, log: EvalLog | None, n: int) -
     ]
 
 
-class InlinePool:
-    """The pool interface, run in this process: one worker (GPUs, distributed launches, external
-    models) takes the same code path as many."""
-
-    workers = 1
-
-    def submit(self, function: Any, *args: Any) -> Future:
-        # An error (or Ctrl-C) stops the study here, before the next job starts.
-        future: Future = Future()
-        future.set_result(function(*args))
-        return future
-
-    def shutdown(self, **_: Any) -> None:
-        pass
-
-
-def _init_worker(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
-    _quiet_transformers()
-
-
-def _quiet_transformers() -> None:
-    # Its per-file "Loading weights" bars, from every model load of every worker, would bury
-    # the study's own progress bar.
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()
-
-
-def study_workers(config: RunConfig, model: str | None) -> int:
-    """`study.workers`, or (0) one process per CPU core for the built-in study on CPU."""
-    if config.study.workers:
-        return config.study.workers
-    import torch
-
-    from forgetbench.eval.distributed import process_layout
-
-    if model is not None or torch.cuda.is_available() or process_layout()[1] > 1:
-        return 1
-    return os.cpu_count() or 1
-
-
-def make_pool(workers: int) -> Any:
-    if workers <= 1:
-        return InlinePool()
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn, not fork: a forked torch process can deadlock on its parent's thread pools.
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    pool = ProcessPoolExecutor(
-        workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(threads,),
-    )
-    pool.workers = workers  # type: ignore[attr-defined]
-    return pool
-
-
 @dataclass
 class Trajectory:
     """One method on one split: its snapshots' evaluations, in step order."""
@@ -351,11 +139,24 @@ class Trajectory:
     eval_seconds: float
 
 
+def _evaluate(
+    model_dir: Path, study: Study, config: RunConfig, *, split: str, folder: Path, full: bool
+) -> Evaluated:
+    """Every metric, or (`full=False`, trajectory snapshots) all but the formats and LUME tasks,
+    which generate many more answers."""
+    options = config.eval
+    if not full:
+        options = options.model_copy(update={"formats": False, "lume": False})
+    return evaluate_cached(
+        model_dir, study, split=split, options=options, folder=folder, model=config.model
+    )
+
+
 def _eval_job(
     model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, full: bool
 ) -> tuple[Evaluated, float]:
     t = time.perf_counter()
-    evaluated = evaluate_cached(model_dir, study, config, split=split, folder=folder, full=full)
+    evaluated = _evaluate(model_dir, study, config, split=split, folder=folder, full=full)
     return evaluated, time.perf_counter() - t
 
 
@@ -364,7 +165,7 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
-    from forgetbench.train.study import resolve_method, retain_split_for
+    from forgetbench.study.unlearn import resolve_method, retain_split_for
     from forgetbench.train.unlearn import run_unlearning
 
     t = time.perf_counter()
@@ -387,7 +188,7 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
         if step == 0:
             continue  # the finetuned model, evaluated with the references
         final = step == total_steps
-        evaluated = evaluate_cached(
+        evaluated = _evaluate(
             path, study, config, split=split, folder=out / "logs" / split / name / f"step-{step}",
             full=final or config.study.trajectory_formats,
         )  # fmt: skip
@@ -405,13 +206,14 @@ def run_study(
     progress: bool = True,
 ) -> dict[str, Any]:
     started = time.perf_counter()
-    _quiet_transformers()
+    quiet_transformers()
     workers = study_workers(config, model)
     pool = make_pool(workers)
     try:
-        study, timings = prepare_study(
-            config, out, model=model, data=data, progress=progress, pool=pool
-        )
+        study, timings = resolve(
+            config, out, model=model, data=data, progress=progress,
+            forget_splits=config.study.splits, pool=pool,
+        )  # fmt: skip
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress

@@ -1,6 +1,6 @@
-"""What `forgetbench unlearn` unlearns: resolves the model, the forget and retain splits and the
-method's options (built-in miniature study, or any model and TOFU-layout data), then runs the
-engine."""
+"""What `forgetbench unlearn` unlearns: the study's finetuned model (`resolve`), the forget split
+and its retain split, and the method's options (the model's defaults, then the user's), run
+through the engine."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
+from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
 from forgetbench.methods.refusals import load_refusals
-from forgetbench.modeling import TINY_SIZES
+from forgetbench.study.resolve import resolve
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.unlearn import UnlearnResult, run_unlearning
 
@@ -74,59 +75,20 @@ def unlearn_command(
     out = Path(out)
     retain_split = retain_split_for(split)
     name = config.unlearn.method
-    if model is None and data is None and config.benchmark.name == "mini":
-        from forgetbench.benchmarks.mini import generate_mini
-        from forgetbench.train.mini import (
-            TEMPLATE,
-            finetune_mini,
-            mini_unlearn_defaults,
-            pretrain_base,
-        )
-
-        data_dir = out / "data"
-        generate_mini(data_dir, scale=config.scale, seed=config.seed)
-        base = pretrain_base(out, data_dir, scale=config.scale, seed=config.seed, progress=progress)
-        finetuned = finetune_mini(
-            out,
-            data_dir,
-            base.model_dir,
-            split="full",
-            scale=config.scale,
-            seed=config.seed,
-            progress=progress,
-            train=config.train,  # the user's train.* options shape the finetuned parent
-        )
-        loop, options = mini_unlearn_defaults(name, layers=TINY_SIZES[config.scale].layers)
-        model_dir, tofu_source, template, max_length = (
-            str(finetuned.model_dir),
-            data_dir / "tofu",
-            TEMPLATE,
-            TINY_SIZES[config.scale].max_positions,
-        )
-    elif model is None or data is None:
-        raise ConfigError(
-            "forgetbench unlearn needs both --model and --data",
-            "or neither, for the built-in miniature benchmark (--benchmark mini)",
-        )
-    else:
-        from forgetbench.modeling import load_tokenizer, resolve_template
-
-        loop, options = external_unlearn_defaults()
-        tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
-        model_dir, tofu_source, max_length = model, data, config.train.max_length
-        template = resolve_template(config.model.template, tokenizer, model)
-    loop, method = resolve_method(config, name, loop, options)
+    study, _ = resolve(config, out, model=model, data=data, progress=progress, command="unlearn")
+    loop, method = resolve_method(config, name, *study.unlearn_defaults(name))
+    tofu = tofu_root(study.data)
     return run_unlearning(
         out,
-        model_dir=model_dir,
-        forget=load_tofu(tofu_source, split),
-        retain=load_tofu(tofu_source, retain_split),
+        model_dir=study.finetuned,
+        forget=load_tofu(tofu, split),
+        retain=load_tofu(tofu, retain_split),
         method=method,
         config=loop,
-        template=template,
+        template=study.template,
         refusals=load_refusals(config.unlearn.refusals_file),
         split=split,
-        max_length=max_length,
+        max_length=study.max_length,
         snapshot_every=config.unlearn.snapshot_every,
         progress=progress,
         trust_remote_code=config.model.trust_remote_code,

@@ -22,6 +22,16 @@ def frozen(results: dict[str, Any]) -> dict[str, Any]:
 
     kept = {k: v for k, v in results.items() if k not in VOLATILE}
     kept["config"] = {k: v for k, v in results["config"].items() if k != "out"}
+    # Numbers, not layout: rows and examples keyed by what they are, whatever order they come in
+    # (the default method order follows the registry).
+    kept["config"]["study"] = {
+        **kept["config"]["study"],
+        "methods": sorted(kept["config"]["study"]["methods"]),
+    }
+    kept["rows"] = {f"{r['split']}/{r['method']}/{r['step']}": r for r in results["rows"]}
+    kept["examples"] = {
+        f"{e['split']}/{e['method']}/{e['step']}/{e['question']}": e for e in results["examples"]
+    }
     # Floating point is reproducible on one build of torch on one kind of machine, not across.
     kept["build"] = {"torch": torch.__version__, "machine": platform.machine()}
     return kept

@@ -15,9 +15,9 @@ def _inputs(forget, ref_forget, idk, ref_idk, retain=None):
         forget_logps=forget[0],
         forget_mask=forget[1],
         ref_forget_logps=ref_forget,
-        idk_logps=idk[0],
-        idk_mask=idk[1],
-        ref_idk_logps=ref_idk,
+        refusal_logps=idk[0],
+        refusal_mask=idk[1],
+        ref_refusal_logps=ref_idk,
         retain_logps=None if retain is None else retain[0],
         retain_mask=None if retain is None else retain[1],
     )

@@ -10,7 +10,7 @@ from forgetbench.methods.idk import IDK, idk_loss
 
 def _inputs(idk, retain):
     return UnlearnInputs(
-        idk_logps=idk[0], idk_mask=idk[1], retain_logps=retain[0], retain_mask=retain[1]
+        refusal_logps=idk[0], refusal_mask=idk[1], retain_logps=retain[0], retain_mask=retain[1]
     )
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
@@ -46,7 +47,7 @@ def _plan(*, seed: int = 0, epochs: int = 3, refusals: tuple[str, ...] = REFUSAL
 
 
 def _texts(items) -> list[tuple[list[int], list[int], list[int]]]:
-    return [(i.forget.input_ids, i.retain.input_ids, i.idk.input_ids) for i in items]
+    return [(i.forget.input_ids, i.retain.input_ids, i.refusal.input_ids) for i in items]
 
 
 def test_partners_and_refusals_are_redrawn_every_epoch():
@@ -64,7 +65,7 @@ def test_partners_and_refusals_are_redrawn_every_epoch():
     decode = toy_tokenizer().decode
     for item, p, a in zip(plan[1], partners, answers, strict=True):
         assert retain[p].question in decode(item.retain.input_ids)
-        assert REFUSALS[a] in decode(item.idk.input_ids)
+        assert REFUSALS[a] in decode(item.refusal.input_ids)
     # each distinct text is encoded once and shared between epochs
     assert plan[0][0].forget is plan[2][0].forget
 
@@ -85,14 +86,14 @@ def test_each_epochs_reference_logps_score_that_epochs_refusal():
         model,
         _plan(epochs=2),
         pad_id=tokenizer.pad_token_id,
-        fields={"ref_forget_logps", "ref_idk_logps"},
+        fields={"ref_forget_logps", "ref_refusal_logps"},
         batch_size=4,
     )
     changed = 0
     with torch.no_grad():
         for items in plan:
             for item in items:
-                for kind in ("forget", "idk"):
+                for kind in ("forget", "refusal"):
                     encoded = getattr(item, kind)
                     batch = collate([encoded], pad_id=tokenizer.pad_token_id)
                     logps, _ = answer_token_logprobs(forward_logits(model, batch), batch["labels"])
@@ -103,14 +104,14 @@ def test_each_epochs_reference_logps_score_that_epochs_refusal():
                         atol=1e-5,
                     )
         for a, b in zip(plan[0], plan[1], strict=True):
-            if a.idk.input_ids != b.idk.input_ids:
+            if a.refusal.input_ids != b.refusal.input_ids:
                 changed += 1
-                assert a.ref_idk_logps != b.ref_idk_logps
+                assert a.ref_refusal_logps != b.ref_refusal_logps
             assert a.ref_forget_logps == b.ref_forget_logps
     assert changed > 0
     batch = collate_items(plan[1][:3], pad_id=tokenizer.pad_token_id)
-    width = batch["idk"]["input_ids"].shape[1] - 1
-    assert batch["ref_idk_logps"].shape == (3, width)
+    width = batch["refusal"]["input_ids"].shape[1] - 1
+    assert batch["ref_refusal_logps"].shape == (3, width)
 
 
 # --- NGDiff through the shared loop ---------------------------------------------------------
@@ -254,24 +255,29 @@ def test_a_named_preset_replaces_the_models_tuned_values_but_keeps_its_layer():
 
 
 def test_rmu_tokens_and_trainable_parameters_follow_the_options():
-    from forgetbench.methods.rmu import rmu_control_vector
-    from forgetbench.train.unlearn import restrict_trainable
-
     tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, scale="tiny", seed=0)
     batch = collate_items(_plan(epochs=1)[0][:2], pad_id=tokenizer.pad_token_id)
-    u = rmu_control_vector(model.config.hidden_size, seed=0)
     for tokens, expected in (
         ("all", batch["forget"]["attention_mask"].bool()),
         ("answer", batch["forget"]["labels"] != -100),  # open-unlearning's mask
     ):
         method = build_method("rmu", {"layer": 1, "update_layers": [0, 1], "tokens": tokens})
-        inputs = MethodLoss(method, frozen=model, control_vector=u).inputs(model, batch)
+        constants = method.prepare(model)
+        inputs = MethodLoss(method, frozen=model, constants=constants).inputs(model, batch)
         assert torch.equal(inputs.forget_hidden_mask, expected)
-    restrict_trainable(model, build_method("rmu", {"layer": 1, "update_layers": [1]}))
+        assert torch.equal(inputs.control_vector, constants["control_vector"])
+    build_method("rmu", {"layer": 1, "update_layers": [1]}).select_trainable(model)
     trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable == ["model.layers.1.mlp.down_proj.weight"]
     everything = build_method("rmu", {"preset": "open_unlearning_tofu", "layer": 1})
     model.requires_grad_(True)
-    restrict_trainable(model, everything)
+    everything.select_trainable(model)
     assert all(p.requires_grad for p in model.parameters())
+
+
+def test_a_method_that_selects_no_parameter_is_refused_by_name():
+    model = build_tiny_model(toy_tokenizer(), scale="tiny", seed=0)
+    beyond = build_method("rmu", {"layer": 40, "update_layers": [40]})  # the model has fewer
+    with pytest.raises(ConfigError, match=r"rmu: no parameter matches update_layers=\[40\]"):
+        beyond.select_trainable(model)

@@ -1,20 +1,13 @@
 """Unlearning methods: one file each, a typed config plus a pure loss over tensors.
 
-Importing this package registers every method in `METHODS`; `get_method("npo")` returns the config
-class, `build_method("npo", {"beta": 0.05})` a validated instance. See docs/methods.md.
+Importing this package imports every module in it, and each method module registers itself in
+`METHODS`, so a new method is one new file (docs/methods.md has the template). `get_method("npo")`
+returns the config class, `build_method("npo", {"beta": 0.05})` a validated instance.
 """
 
-from forgetbench.methods import (  # noqa: F401  (imported for their @METHODS.register side effect)
-    dpo,
-    grad_ascent,
-    grad_diff,
-    idk,
-    kl,
-    ngdiff,
-    npo,
-    rmu,
-    simnpo,
-)
+import importlib
+import pkgutil
+
 from forgetbench.methods.base import (
     METHODS,
     TwoTaskMethod,
@@ -24,6 +17,9 @@ from forgetbench.methods.base import (
     get_method,
     method_names,
 )
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "METHODS",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -130,3 +132,11 @@ def next_token_kl(
     counted = mask[:, :-1] & mask[:, 1:] if positions == "sequence" else mask[:, 1:]
     per_token = per_position[:, :-1] * counted
     return (per_token.sum(dim=1) / answer_lengths(counted)).mean()
+
+
+def global_grad_norm(grads: Sequence[Tensor]) -> Tensor:  # per-parameter tensors -> scalar
+    """Joint L2 norm over all parameters: sqrt(sum_i ||g_i||^2), in float32 or wider."""
+    if not grads:
+        raise ValueError("global_grad_norm: no gradients given")
+    squares = [g.detach().double().pow(2).sum() for g in grads]
+    return torch.stack(squares).sum().sqrt()

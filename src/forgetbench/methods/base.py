@@ -53,9 +53,9 @@ class UnlearnInputs:
     # Forget questions answered with a refusal string ("I don't know ..."), current model and
     # reference (the reference's are precomputable: each epoch's refusals are drawn before training
     # from (seed, epoch), and the start model scores exactly the refusal that epoch uses).
-    idk_logps: Tensor | None = None  # (B, T-1) float
-    idk_mask: Tensor | None = None  # (B, T-1) bool
-    ref_idk_logps: Tensor | None = None  # (B, T-1) float, masked by idk_mask
+    refusal_logps: Tensor | None = None  # (B, T-1) float
+    refusal_mask: Tensor | None = None  # (B, T-1) bool
+    ref_refusal_logps: Tensor | None = None  # (B, T-1) float, masked by refusal_mask
     # RMU: hidden states output by decoder block `rmu.layer` (HF `hidden_states[layer + 1]`).
     forget_hidden: Tensor | None = None  # (B, T, H), current model on the forget batch
     retain_hidden: Tensor | None = None  # (B, T, H), current model on the retain batch
@@ -84,6 +84,39 @@ class UnlearnMethod(Protocol):
     def required_inputs(self) -> frozenset[str]: ...
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]: ...
+
+
+# Optional parts of the contract. The engine asks for each by protocol, never by method name, so a
+# method that needs a frozen buffer, a subset of trainable parameters or hidden states declares it
+# here and touches no engine file.
+
+
+@runtime_checkable
+class PreparedMethod(Protocol):
+    """Constants fixed for the whole run, computed once from the start model (RMU's control
+    vector): `prepare(model)` returns `UnlearnInputs` fields the engine passes to every step."""
+
+    def prepare(self, model: Any) -> dict[str, Tensor]: ...
+
+
+@runtime_checkable
+class SelectiveMethod(Protocol):
+    """A method that trains only some parameters: `select_trainable(model)` sets
+    `requires_grad` on the model's parameters (and raises ConfigError if it matches none)."""
+
+    def select_trainable(self, model: Any) -> None: ...
+
+
+@runtime_checkable
+class HiddenStateMethod(Protocol):
+    """A method whose inputs include hidden states (`forget_hidden` ...): the output of decoder
+    block `hidden_layer`, averaged over `hidden_tokens` ("all" real tokens or "answer" tokens)."""
+
+    @property
+    def hidden_layer(self) -> int: ...
+
+    @property
+    def hidden_tokens(self) -> str: ...
 
 
 @runtime_checkable

@@ -66,9 +66,9 @@ class DPO:
             "forget_logps",
             "forget_mask",
             "ref_forget_logps",
-            "idk_logps",
-            "idk_mask",
-            "ref_idk_logps",
+            "refusal_logps",
+            "refusal_mask",
+            "ref_refusal_logps",
         }
     )
 
@@ -88,8 +88,8 @@ class DPO:
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
         require_inputs(self.name, inputs, self.required_inputs())
-        chosen = sequence_logprob(inputs.idk_logps, inputs.idk_mask)
-        chosen_ref = sequence_logprob(inputs.ref_idk_logps.detach(), inputs.idk_mask)
+        chosen = sequence_logprob(inputs.refusal_logps, inputs.refusal_mask)
+        chosen_ref = sequence_logprob(inputs.ref_refusal_logps.detach(), inputs.refusal_mask)
         rejected = sequence_logprob(inputs.forget_logps, inputs.forget_mask)
         rejected_ref = sequence_logprob(inputs.ref_forget_logps.detach(), inputs.forget_mask)
         scale = 1.0 if self.scale == "paper" else 2.0 / self.beta

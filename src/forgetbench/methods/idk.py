@@ -43,7 +43,7 @@ def idk_loss(
 class IDK:
     name: ClassVar[str] = "idk"
     needs: ClassVar[frozenset[str]] = frozenset(
-        {"idk_logps", "idk_mask", "retain_logps", "retain_mask"}
+        {"refusal_logps", "refusal_mask", "retain_logps", "retain_mask"}
     )
 
     idk_weight: float = 1.0  # TOFU: 1
@@ -55,12 +55,12 @@ class IDK:
 
     def required_inputs(self) -> frozenset[str]:
         if self.retain_weight == 0:
-            return frozenset({"idk_logps", "idk_mask"})
+            return frozenset({"refusal_logps", "refusal_mask"})
         return self.needs
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
         require_inputs(self.name, inputs, self.required_inputs())
-        idk_nll = mean_nll(inputs.idk_logps, inputs.idk_mask)  # (B_f,)
+        idk_nll = mean_nll(inputs.refusal_logps, inputs.refusal_mask)  # (B_f,)
         parts = {"idk_nll": idk_nll.mean().item()}
         retain_nll = idk_nll.new_zeros(1)
         if self.retain_weight > 0:

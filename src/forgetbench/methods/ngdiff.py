@@ -50,11 +50,10 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
-import torch
 from torch import Tensor
 
 from forgetbench.errors import ConfigError
-from forgetbench.methods._terms import mean_nll
+from forgetbench.methods._terms import global_grad_norm, mean_nll
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
@@ -71,14 +70,6 @@ def ngdiff_task_losses(
 ) -> tuple[Tensor, Tensor]:  # (B_f,T-1) x2, (B_r,T-1) x2 -> (L_F, L_R) scalars
     """The two task losses: batch means of the per-sample mean answer-token NLL."""
     return mean_nll(forget_logps, forget_mask).mean(), mean_nll(retain_logps, retain_mask).mean()
-
-
-def global_grad_norm(grads: Sequence[Tensor]) -> Tensor:  # per-parameter tensors -> scalar
-    """Joint L2 norm over all parameters: sqrt(sum_i ||g_i||^2), in float32 or wider."""
-    if not grads:
-        raise ValueError("global_grad_norm: no gradients given")
-    squares = [g.detach().double().pow(2).sum() for g in grads]
-    return torch.stack(squares).sum().sqrt()
 
 
 def combine_normalized_gradients(

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor
@@ -237,6 +237,34 @@ class RMU:
 
     def required_inputs(self) -> frozenset[str]:
         return self.needs
+
+    @property
+    def hidden_layer(self) -> int:
+        return self.layer  # type: ignore[return-value]  # filled from the preset
+
+    @property
+    def hidden_tokens(self) -> str:
+        # Every real token (WMDP, raw documents) or the answer tokens (open-unlearning on QA).
+        return self.tokens  # type: ignore[return-value]
+
+    def prepare(self, model: Any) -> dict[str, Tensor]:
+        return {"control_vector": rmu_control_vector(model.config.hidden_size, seed=self.seed)}
+
+    def select_trainable(self, model: Any) -> None:
+        """Only the named parameters of `update_layers` train (unless `train_params="all"`)."""
+        if self.train_params == "all":
+            return
+        wanted = [f"layers.{i}.{part}" for i in self.update_layers for part in self.update_params]  # type: ignore[union-attr]
+        matched = 0
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad = any(w in name for w in wanted)
+            matched += parameter.requires_grad
+        if not matched:
+            raise ConfigError(
+                f"{self.name}: no parameter matches update_layers={list(self.update_layers)} "  # type: ignore[arg-type]
+                f"/ update_params={list(self.update_params)}",  # type: ignore[arg-type]
+                "check the layer indices against the model's depth",
+            )
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
         require_inputs(self.name, inputs, self.required_inputs())

@@ -31,8 +31,8 @@ from typing import Any
 
 import torch
 
+from forgetbench.methods._terms import global_grad_norm
 from forgetbench.methods.base import TwoTaskMethod, UnlearnInputs
-from forgetbench.methods.ngdiff import global_grad_norm
 
 
 class TwoTaskStep:

@@ -6,8 +6,9 @@ with one retain sample and one refusal string, both redrawn every epoch from (se
 TOFU's and open-unlearning's datasets redraw them on every access. Reference quantities NPO/DPO
 need (sequence log-probs of the start model, for every text some epoch uses) are computed once
 before training; a frozen model copy is kept only for methods that need its full outputs during
-training (KL's exact KL, RMU's retain activations). A method whose update is not the gradient of
-one loss (NGDiff) runs through the same loop with a step hook (train/two_task.py).
+training (an exact KL, retain activations). The engine asks a method for its optional parts by
+protocol (methods/base.py: constants it prepares, the parameters it trains, the hidden layer it
+reads, a two-gradient update through the loop's step hook, train/two_task.py), never by name.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ import torch
 
 from forgetbench import __version__
 from forgetbench.methods._terms import answer_token_logprobs
-from forgetbench.methods.base import TwoTaskMethod, UnlearnInputs, UnlearnMethod
+from forgetbench.methods.base import (
+    HiddenStateMethod,
+    PreparedMethod,
+    SelectiveMethod,
+    TwoTaskMethod,
+    UnlearnInputs,
+    UnlearnMethod,
+)
 from forgetbench.modeling import (
     Encoded,
     PromptTemplate,
@@ -44,7 +52,7 @@ from forgetbench.train.stages import inputs_key, model_fingerprint, publish_mode
 from forgetbench.train.two_task import TwoTaskStep
 
 UNLEARN_FILE = "unlearn.json"
-_REFERENCE_FIELDS = {"ref_forget_logps", "ref_idk_logps"}
+_REFERENCE_FIELDS = {"ref_forget_logps", "ref_refusal_logps"}
 _FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden"}
 
 
@@ -52,9 +60,9 @@ _FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden"}
 class UnlearnItem:
     forget: Encoded
     retain: Encoded
-    idk: Encoded
+    refusal: Encoded
     ref_forget_logps: tuple[float, ...] = ()  # (len(forget) - 1,) start model, precomputed
-    ref_idk_logps: tuple[float, ...] = ()
+    ref_refusal_logps: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,7 @@ def build_items(
 
     forget_encoded = [encode(f.question, f.answer) for f in forget]
     retain_encoded: dict[int, Encoded] = {}
-    idk_encoded: dict[tuple[int, int], Encoded] = {}
+    refusal_encoded: dict[tuple[int, int], Encoded] = {}
     plan = []
     for epoch in range(epochs):
         partners, answers = draw_pairings(
@@ -116,9 +124,9 @@ def build_items(
         for i, (r, k) in enumerate(zip(partners, answers, strict=True)):
             if r not in retain_encoded:
                 retain_encoded[r] = encode(retain[r].question, retain[r].answer)
-            if (i, k) not in idk_encoded:
-                idk_encoded[i, k] = encode(forget[i].question, refusals[k])
-            items.append(UnlearnItem(forget_encoded[i], retain_encoded[r], idk_encoded[i, k]))
+            if (i, k) not in refusal_encoded:
+                refusal_encoded[i, k] = encode(forget[i].question, refusals[k])
+            items.append(UnlearnItem(forget_encoded[i], retain_encoded[r], refusal_encoded[i, k]))
         plan.append(items)
     return plan
 
@@ -136,7 +144,7 @@ def with_reference_logps(
     model, so each epoch's items carry the reference log-probs of exactly their own texts."""
     model.eval()
     tables: dict[str, dict[int, tuple[float, ...]]] = {}
-    for kind in ("forget", "idk"):
+    for kind in ("forget", "refusal"):
         if f"ref_{kind}_logps" not in fields:
             continue
         # Items share their Encoded objects (build_items encodes each text once): key by identity.
@@ -165,9 +173,9 @@ def collate_items(items: list[UnlearnItem], *, pad_id: int) -> dict[str, Any]:
     batch: dict[str, Any] = {
         "forget": collate([i.forget for i in items], pad_id=pad_id),
         "retain": collate([i.retain for i in items], pad_id=pad_id),
-        "idk": collate([i.idk for i in items], pad_id=pad_id),
+        "refusal": collate([i.refusal for i in items], pad_id=pad_id),
     }
-    for kind in ("forget", "idk"):
+    for kind in ("forget", "refusal"):
         width = batch[kind]["input_ids"].shape[1] - 1
         values = [getattr(i, f"ref_{kind}_logps") for i in items]
         if all(values):
@@ -180,19 +188,20 @@ def collate_items(items: list[UnlearnItem], *, pad_id: int) -> dict[str, Any]:
 
 class MethodLoss:
     """`loss_fn(model, batch)` for the training loop: runs exactly the forward passes the method's
-    inputs need and returns (loss, named parts)."""
+    inputs need and returns (loss, named parts). `constants` are the method's `prepare` fields,
+    the same at every step."""
 
     def __init__(
         self,
         method: UnlearnMethod,
         *,
         frozen: Any = None,
-        control_vector: torch.Tensor | None = None,
+        constants: dict[str, torch.Tensor] | None = None,
     ) -> None:
         self.method = method
         self.needs = set(method.required_inputs())
         self.frozen = frozen
-        self.control_vector = control_vector
+        self.constants = constants or {}
 
     def inputs(self, model: Any, batch: dict[str, Any]) -> UnlearnInputs:
         fields: dict[str, Any] = {}
@@ -212,17 +221,18 @@ class MethodLoss:
         if "ref_retain_logits" in needs:
             with torch.no_grad():
                 fields["ref_retain_logits"] = forward_logits(self.frozen, batch["retain"])
-        if needs & {"idk_logps", "idk_mask"}:
-            fields["idk_logps"], fields["idk_mask"] = answer_token_logprobs(
-                forward_logits(model, batch["idk"]), batch["idk"]["labels"]
+        if needs & {"refusal_logps", "refusal_mask"}:
+            fields["refusal_logps"], fields["refusal_mask"] = answer_token_logprobs(
+                forward_logits(model, batch["refusal"]), batch["refusal"]["labels"]
             )
-        for kind in ("forget", "idk"):
+        for kind in ("forget", "refusal"):
             if f"ref_{kind}_logps" in needs:
                 fields[f"ref_{kind}_logps"] = batch[f"ref_{kind}_logps"]
         if "forget_hidden" in needs:
-            layer = self.method.layer  # type: ignore[attr-defined]
-            # RMU's `tokens`: every real token (WMDP) or the answer tokens (open-unlearning).
-            answer_only = getattr(self.method, "tokens", "all") == "answer"
+            if not isinstance(self.method, HiddenStateMethod):
+                raise TypeError(f"{self.method.name} needs hidden states but names no layer")
+            layer = self.method.hidden_layer
+            answer_only = self.method.hidden_tokens == "answer"
 
             def token_mask(part: dict[str, Any]) -> torch.Tensor:
                 return part["labels"] != -100 if answer_only else part["attention_mask"].bool()
@@ -233,34 +243,13 @@ class MethodLoss:
             fields["retain_hidden_mask"] = token_mask(batch["retain"])
             with torch.no_grad():
                 fields["ref_retain_hidden"] = hidden_states_at(self.frozen, batch["retain"], layer)
-            fields["control_vector"] = self.control_vector
+        fields.update(self.constants)
         return UnlearnInputs(
             **{k: v for k, v in fields.items() if k in needs or k.endswith("_mask")}
         )
 
     def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
         return self.method.loss(self.inputs(model, batch))
-
-
-def restrict_trainable(model: Any, method: UnlearnMethod) -> None:
-    """RMU trains only the named parameters of `update_layers` (unless `train_params="all"`);
-    everything else is frozen."""
-    layers = getattr(method, "update_layers", None)
-    if layers is None or getattr(method, "train_params", "selected") == "all":
-        return
-    fragments = method.update_params  # type: ignore[attr-defined]
-    wanted = [f"layers.{i}.{frag}" for i in layers for frag in fragments]
-    matched = 0
-    for name, parameter in model.named_parameters():
-        parameter.requires_grad = any(w in name for w in wanted)
-        matched += parameter.requires_grad
-    if not matched:
-        from forgetbench.errors import ConfigError
-
-        raise ConfigError(
-            f"{method.name}: no parameter matches update_layers={list(layers)} / update_params={list(fragments)}",
-            "check the layer indices against the model's depth",
-        )
 
 
 def unlearn_key(
@@ -274,7 +263,7 @@ def unlearn_key(
         "version": __version__,
     }
     return inputs_key(
-        header, ([i.forget.input_ids, i.retain.input_ids, i.idk.input_ids] for i in items)
+        header, ([i.forget.input_ids, i.retain.input_ids, i.refusal.input_ids] for i in items)
     )
 
 
@@ -325,12 +314,9 @@ def run_unlearning(
     if needs & _FROZEN_MODEL_FIELDS:
         frozen = copy.deepcopy(model).eval()
         frozen.requires_grad_(False)
-    control = None
-    if "control_vector" in needs:
-        from forgetbench.methods.rmu import rmu_control_vector
-
-        control = rmu_control_vector(model.config.hidden_size, seed=method.seed)  # type: ignore[attr-defined]
-    restrict_trainable(model, method)
+    constants = method.prepare(model) if isinstance(method, PreparedMethod) else {}
+    if isinstance(method, SelectiveMethod):
+        method.select_trainable(model)
 
     from accelerate import PartialState
 
@@ -347,9 +333,9 @@ def run_unlearning(
             )
 
     started = time.perf_counter()
-    loss = MethodLoss(method, frozen=frozen, control_vector=control)
-    # NGDiff's update is not the gradient of one loss: the loop calls its two-gradient step hook
-    # instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
+    loss = MethodLoss(method, frozen=frozen, constants=constants)
+    # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
+    # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
     hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
     try:
         result = train_loop(

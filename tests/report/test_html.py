@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import html
-import json
 import re
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from synthetic import HOSTILE_QUESTION, SPLITS, figure_ids, synthetic_results, write_results
 
 from forgetbench.errors import DataError
-from forgetbench.report.html import build_report, load_results
+from forgetbench.report.html import build_report
 
 
 def test_every_plot_is_a_figure(built_report: Path):
@@ -106,33 +105,6 @@ def test_missing_results_json_raises_data_error(tmp_path: Path):
     assert not (tmp_path / "report.html").exists()
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("{", "line 1 column 2"),
-        ("[]", "JSON object"),
-        (json.dumps({"rows": []}), "'rows' must be a non-empty list"),
-        (json.dumps({"rows": [{"split": "forget10"}]}), "rows[0] has no 'method'"),
-        (
-            json.dumps({"rows": [{"split": "f", "method": "npo", "forget/rougeL": "high"}]}),
-            "rows[0]['forget/rougeL'] is 'high'",
-        ),
-        (json.dumps({"rows": [{"split": "f", "method": "npo"}], "examples": [1]}), "'examples'"),
-    ],
-)
-def test_malformed_results_json_names_the_problem(tmp_path: Path, text: str, expected: str):
-    (tmp_path / "results.json").write_text(text, encoding="utf-8")
-    with pytest.raises(DataError, match=re.escape(expected)) as caught:
-        load_results(tmp_path)
-    assert "results.json" in caught.value.message
-
-
-def test_unknown_keys_are_ignored(tmp_path: Path):
-    results = {"rows": [{"split": "f", "method": "npo", "step": 5, "future/thing": "text"}], "x": 1}
-    loaded = load_results(write_results(tmp_path, results))
-    assert loaded["rows"][0]["future/thing"] == "text" and loaded["examples"] == []
-
-
 def test_timings_show_the_runs_own_total_once(tmp_path: Path):
     # A cached rerun: stages took ~0 s each, the recorded total is the run's wall time.
     results = synthetic_results()
@@ -166,18 +138,3 @@ def test_a_model_below_the_semeval_mmlu_bar_is_flagged(tmp_path: Path):
 
 def test_no_mmlu_bar_section_without_a_flag(built_report: Path):
     assert 'id="lume-mmlu"' not in built_report.read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize(
-    ("key", "value", "expected"),
-    [
-        ("lume/mmlu_below_threshold", "yes", "expected a bool or null"),
-        ("lume/mmlu_below_threshold", 1, "expected a bool or null"),
-        ("lume/utility_source", 3, "expected a str or null"),
-        ("lume/utility", "mmlu", "expected a number or null"),
-    ],
-)
-def test_lume_utility_keys_are_checked(tmp_path: Path, key: str, value: object, expected: str):
-    results = {"rows": [{"split": "f", "method": "npo", key: value}]}
-    with pytest.raises(DataError, match=re.escape(f"rows[0]['{key}'] is {value!r}, {expected}")):
-        load_results(write_results(tmp_path, results))

@@ -14,30 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from forgetbench.errors import DataError
-from forgetbench.io import atomic_write_text, read_json
+from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.report import plots, tables
+from forgetbench.results import load_results
 
-RESULTS_FILE = "results.json"
 REPORT_FILE = "report.html"
 EXAMPLES_PER_METHOD = 3
 
-# Keys whose values must be numbers (or null); anything else in a row is ignored.
-_NUMBER_KEYS = {"step", "epoch", "forget_quality", "model_utility", "privleak"}
-_NUMBER_KEYS |= {"exact_memorisation", "extraction_strength"}
-_NUMBER_PREFIXES = (
-    "forget/",
-    "retain/",
-    "real_authors/",
-    "world_facts/",
-    "formats/",
-    "mia/",
-    "lume/",
-)
-# LUME keys under "lume/" that are not numbers: which utility entered the final score, and the flag.
-_TEXT_KEYS = {"lume/utility_source"}
-_FLAG_KEYS = {"lume/mmlu_below_threshold"}
 _SUBSCORE_KEYS = [f"{s}/{m}" for s, _ in plots.SETS for m, _ in plots.SUBSCORES]
 
 _LEADERBOARD_RULE = (
@@ -139,47 +123,14 @@ ul.notes { color: #8a5a00; }
 """
 
 
-def load_results(results_dir: Path) -> dict[str, Any]:
-    """`results_dir/results.json`, checked against the schema the study runner writes.
-
-    Only the keys the report uses are checked; unknown keys are ignored, and any metric may be
-    missing or null. Raises `DataError` naming the file and the offending value.
-    """
-    results_dir = Path(results_dir)
-    path = results_dir / RESULTS_FILE
-    if not path.is_file():
-        where = "folder does not exist" if not results_dir.is_dir() else "file does not exist"
-        raise DataError(
-            f"no results to report: {path} ({where})",
-            "run `forgetbench run --out DIR` first, or pass the folder that holds results.json",
-        )
-    data = read_json(path, what="results file")
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object at the top level", _REWRITE_HINT)
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise DataError(
-            f"{path}: 'rows' must be a non-empty list of evaluated models", _REWRITE_HINT
-        )
-    data["rows"] = [_check_row(path, i, row) for i, row in enumerate(rows)]
-    examples = data.get("examples") or []
-    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
-        raise DataError(f"{path}: 'examples' must be a list of objects", _REWRITE_HINT)
-    data["examples"] = examples
-    for key in ("timings", "metric_versions"):
-        if not isinstance(data.get(key) or {}, dict):
-            raise DataError(f"{path}: '{key}' must be an object", _REWRITE_HINT)
-    return data
-
-
 def build_report(results_dir: Path) -> Path:
     """Write `results_dir/report.html` from `results_dir/results.json` (atomically) and return it."""
     results = load_results(Path(results_dir))
-    return atomic_write_text(Path(results_dir) / REPORT_FILE, render_html(results))
+    return atomic_write_text(Path(results_dir) / REPORT_FILE, render_html(results.model_dump()))
 
 
 def render_html(results: Mapping[str, Any]) -> str:
-    """The whole page for results already checked by `load_results`."""
+    """The whole page for results already checked by `forgetbench.results.Results`."""
     rows = results["rows"]
     figures, notes = _figures(rows)
     title = (
@@ -202,39 +153,6 @@ def render_html(results: Mapping[str, Any]) -> str:
         "</main></body></html>",
     ]
     return "\n".join(p for p in parts if p) + "\n"
-
-
-_REWRITE_HINT = (
-    "results.json is not in forgetbench's results format; rerun `forgetbench run` to rewrite it"
-)
-
-
-def _check_row(path: Path, index: int, row: Any) -> dict[str, Any]:
-    where = f"{path}: rows[{index}]"
-    if not isinstance(row, dict):
-        raise DataError(f"{where} is not an object", _REWRITE_HINT)
-    for key in ("split", "method"):
-        if not isinstance(row.get(key), str) or not row[key]:
-            raise DataError(f"{where} has no '{key}' name (got {row.get(key)!r})", _REWRITE_HINT)
-    for key, value in row.items():
-        if key in _TEXT_KEYS or key in _FLAG_KEYS:
-            kind = str if key in _TEXT_KEYS else bool
-            if value is not None and not isinstance(value, kind):
-                raise DataError(
-                    f"{where}['{key}'] is {value!r}, expected a {kind.__name__} or null",
-                    _REWRITE_HINT,
-                )
-            continue
-        numeric = key in _NUMBER_KEYS or key.startswith(_NUMBER_PREFIXES)
-        if (
-            numeric
-            and value is not None
-            and (isinstance(value, bool) or not isinstance(value, int | float))
-        ):
-            raise DataError(
-                f"{where}['{key}'] is {value!r}, expected a number or null", _REWRITE_HINT
-            )
-    return {**row, "step": int(row.get("step") or 0)}
 
 
 def _figures(rows: Sequence[tables.Row]) -> tuple[list[str], list[str]]:

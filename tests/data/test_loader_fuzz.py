@@ -24,7 +24,7 @@ from forgetbench.errors import ForgetbenchError
 from forgetbench.eval.summary import compare
 from forgetbench.io import read_json, read_json_records
 from forgetbench.methods.refusals import load_refusals
-from forgetbench.report.html import load_results
+from forgetbench.results import load_results
 
 FUZZ = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -14,13 +15,19 @@ from synthetic import HOSTILE_QUESTION, figure_ids
 CHROMIUM = Path("/usr/bin/chromium")
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "report_screenshot.py"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.is_file(),
-        reason=f"{CHROMIUM} not found: install Debian's chromium (`make test` does it as root)",
-    ),
-]
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """The Chromium binary. Missing, these tests skip on a developer's machine but fail under CI,
+    which installs it (`make test` as root), so a broken install cannot pass as a skip."""
+    if not CHROMIUM.is_file():
+        reason = f"{CHROMIUM} not found: install Debian's chromium (`make test` does it as root)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the browser tests: {reason}")
+        pytest.skip(reason)
+    return str(CHROMIUM)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +41,8 @@ def screenshot_script():
 
 
 @pytest.fixture(scope="module")
-def rendered(screenshot_script, built_report: Path):
-    return screenshot_script.render(built_report, chromium=str(CHROMIUM), width=1280)
+def rendered(screenshot_script, chromium: str, built_report: Path):
+    return screenshot_script.render(built_report, chromium=chromium, width=1280)
 
 
 def test_loads_without_console_errors_or_requests(rendered, built_report: Path):
@@ -74,12 +81,11 @@ def test_hostile_strings_are_shown_as_text(rendered):
     assert "tiny-llama <test>" in rendered.text
 
 
-def test_script_writes_a_png(screenshot_script, built_report: Path, tmp_path: Path, capsys):
+def test_script_writes_a_png(
+    screenshot_script, chromium: str, built_report: Path, tmp_path: Path, capsys
+):
     out = tmp_path / "shots" / "report.png"
-    assert (
-        screenshot_script.main([str(built_report.parent), str(out), "--chromium", str(CHROMIUM)])
-        == 0
-    )
+    assert screenshot_script.main([str(built_report.parent), str(out), "--chromium", chromium]) == 0
     assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "8 plots" in capsys.readouterr().out
 

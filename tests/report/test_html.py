@@ -1,19 +1,25 @@
-"""report.html from a results folder: every plot, escaped strings, byte-identical rebuilds, and
-clear errors for a missing or malformed results.json."""
+"""report.html from a results folder: every plot, escaped strings, byte-identical rebuilds, a
+template and stylesheet that ship with the package, and a clear error for a missing results.json
+(a malformed one: tests/test_results.py)."""
 
 from __future__ import annotations
 
 import copy
 import html
-import json
 import re
+import tomllib
+from fnmatch import fnmatch
+from importlib.resources import files
 from pathlib import Path
 
+import markupsafe
 import pytest
 from synthetic import HOSTILE_QUESTION, SPLITS, figure_ids, synthetic_results, write_results
 
 from forgetbench.errors import DataError
-from forgetbench.report.html import build_report, load_results
+from forgetbench.report.html import build_report
+
+TEMPLATES = files("forgetbench.report") / "templates"
 
 
 def test_every_plot_is_a_figure(built_report: Path):
@@ -40,6 +46,38 @@ def test_page_is_self_contained_with_unique_ids(built_report: Path):
     assert not re.search(r"<(link|img|iframe|object)\b|\bsrc=", page)
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids)), "inline SVGs must not share element ids"
+    assert (TEMPLATES / "report.css").read_text(encoding="utf-8") in page  # inlined, not linked
+
+
+def test_every_template_file_ships_with_the_package():
+    # The template and stylesheet are read at run time; a file pyproject's package-data does not
+    # name would be missing from a wheel install while every test here still passed.
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["forgetbench.report"]
+    names = [f"templates/{f.name}" for f in TEMPLATES.iterdir()]
+    assert "templates/report.html.j2" in names and "templates/report.css" in names
+    assert all(any(fnmatch(name, p) for p in patterns) for name in names), (names, patterns)
+
+
+def test_names_from_the_results_are_escaped_everywhere(tmp_path: Path):
+    # Split, method, stage and metric names reach headings, table cells, the leaderboard and the
+    # config section. No plot key is left, so nothing is drawn (plots: the LUME test below).
+    split, method = 'f10"><script>alert(1)</script>', "npo<img src=x onerror=alert(2)>"
+    stage, metric = "<b>stage</b>", "<i>metric</i>"
+    results = _without(synthetic_results(), ("forget", "retain/", "real_", "world_", "formats/"))
+    results = _without(results, ("mia/", "model_utility"))
+    for item in (*results["rows"], *results["examples"]):
+        item["split"] = split if item["split"] == "forget10" else item["split"]
+        item["method"] = method if item["method"] == "npo" else item["method"]
+    results["timings"] = {stage: 1.0}
+    results["metric_versions"] = {metric: 1}
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert "<figure" not in page and "<script" not in page and "<img" not in page
+    assert "<b>stage" not in page and "<i>metric" not in page
+    escaped = {n: str(markupsafe.escape(n)) for n in (split, method, stage, metric)}
+    assert f"<h3>{escaped[method]} on {escaped[split]}, step 15</h3>" in page
+    assert f"<td>{escaped[method]} *</td><td>{escaped[split]}</td>" in page  # the leaderboard
+    assert f"<td>{escaped[stage]}</td>" in page and f"<td>{escaped[metric]}</td>" in page
 
 
 def test_header_leaderboard_and_sections(built_report: Path):
@@ -48,7 +86,7 @@ def test_header_leaderboard_and_sections(built_report: Path):
         assert text in page
     for section in ("leaderboard", "plots", "examples", "config"):
         assert f'<section id="{section}">' in page
-    assert page.count("I don&#x27;t know (npo)") == len(SPLITS) * 3  # 3 examples per method
+    assert page.count("I don&#39;t know (npo)") == len(SPLITS) * 3  # 3 examples per method
 
 
 def test_rebuild_is_byte_identical(built_report: Path, tmp_path: Path):
@@ -106,33 +144,6 @@ def test_missing_results_json_raises_data_error(tmp_path: Path):
     assert not (tmp_path / "report.html").exists()
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("{", "line 1 column 2"),
-        ("[]", "JSON object"),
-        (json.dumps({"rows": []}), "'rows' must be a non-empty list"),
-        (json.dumps({"rows": [{"split": "forget10"}]}), "rows[0] has no 'method'"),
-        (
-            json.dumps({"rows": [{"split": "f", "method": "npo", "forget/rougeL": "high"}]}),
-            "rows[0]['forget/rougeL'] is 'high'",
-        ),
-        (json.dumps({"rows": [{"split": "f", "method": "npo"}], "examples": [1]}), "'examples'"),
-    ],
-)
-def test_malformed_results_json_names_the_problem(tmp_path: Path, text: str, expected: str):
-    (tmp_path / "results.json").write_text(text, encoding="utf-8")
-    with pytest.raises(DataError, match=re.escape(expected)) as caught:
-        load_results(tmp_path)
-    assert "results.json" in caught.value.message
-
-
-def test_unknown_keys_are_ignored(tmp_path: Path):
-    results = {"rows": [{"split": "f", "method": "npo", "step": 5, "future/thing": "text"}], "x": 1}
-    loaded = load_results(write_results(tmp_path, results))
-    assert loaded["rows"][0]["future/thing"] == "text" and loaded["examples"] == []
-
-
 def test_timings_show_the_runs_own_total_once(tmp_path: Path):
     # A cached rerun: stages took ~0 s each, the recorded total is the run's wall time.
     results = synthetic_results()
@@ -166,18 +177,3 @@ def test_a_model_below_the_semeval_mmlu_bar_is_flagged(tmp_path: Path):
 
 def test_no_mmlu_bar_section_without_a_flag(built_report: Path):
     assert 'id="lume-mmlu"' not in built_report.read_text(encoding="utf-8")
-
-
-@pytest.mark.parametrize(
-    ("key", "value", "expected"),
-    [
-        ("lume/mmlu_below_threshold", "yes", "expected a bool or null"),
-        ("lume/mmlu_below_threshold", 1, "expected a bool or null"),
-        ("lume/utility_source", 3, "expected a str or null"),
-        ("lume/utility", "mmlu", "expected a number or null"),
-    ],
-)
-def test_lume_utility_keys_are_checked(tmp_path: Path, key: str, value: object, expected: str):
-    results = {"rows": [{"split": "f", "method": "npo", key: value}]}
-    with pytest.raises(DataError, match=re.escape(f"rows[0]['{key}'] is {value!r}, {expected}")):
-        load_results(write_results(tmp_path, results))

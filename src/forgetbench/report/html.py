@@ -1,94 +1,35 @@
 """The HTML report: one self-contained page built from a results folder's results.json alone.
 
-Inline CSS and inline SVG, no scripts and no external URL, so the file can be mailed or archived
-and opened anywhere. Every string that comes from the results (questions, generations, method and
-split names, config values) goes through `html.escape`. The same results.json gives a
+This module works out what the page shows (which plots can be drawn, the leaderboard, the
+examples); templates/report.html.j2 lays it out, with templates/report.css inlined and the plots
+as inline SVG: no scripts and no external URL, so the file can be mailed or archived and opened
+anywhere. jinja2 escapes every value from the results (questions, generations, method and split
+names, config values); only the plots' SVG is marked safe. The same results.json gives a
 byte-identical page: nothing here reads the clock or the machine.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from forgetbench.errors import DataError
-from forgetbench.io import atomic_write_text, read_json
+import jinja2
+from markupsafe import Markup
+
+from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.report import plots, tables
+from forgetbench.results import Example, Results, load_results
 
-RESULTS_FILE = "results.json"
 REPORT_FILE = "report.html"
+TEMPLATE = "report.html.j2"
 EXAMPLES_PER_METHOD = 3
 
-# Keys whose values must be numbers (or null); anything else in a row is ignored.
-_NUMBER_KEYS = {"step", "epoch", "forget_quality", "model_utility", "privleak"}
-_NUMBER_KEYS |= {"exact_memorisation", "extraction_strength"}
-_NUMBER_PREFIXES = (
-    "forget/",
-    "retain/",
-    "real_authors/",
-    "world_facts/",
-    "formats/",
-    "mia/",
-    "lume/",
-)
-# LUME keys under "lume/" that are not numbers: which utility entered the final score, and the flag.
-_TEXT_KEYS = {"lume/utility_source"}
-_FLAG_KEYS = {"lume/mmlu_below_threshold"}
 _SUBSCORE_KEYS = [f"{s}/{m}" for s, _ in plots.SETS for m, _ in plots.SUBSCORES]
-
-_LEADERBOARD_RULE = (
-    "Each unlearning method is shown at one step per split, chosen by the matched-utility rule: "
-    f"among the steps whose model utility is at least {tables.UTILITY_RATIO:g} × the finetuned "
-    "model's utility on that split, the step with the highest forget quality. When no step keeps "
-    "that much utility, the row shows the step with the highest utility and is flagged with *. "
-    "Rows are sorted by forget quality, highest first."
-)
-
-_LUME_MMLU_RULE = (
-    "LUME's final score is the mean of the task aggregate, the MIA score and MMLU accuracy. "
-    f"SemEval-2025 Task 4 only ranked 7B submissions whose MMLU stayed above {MMLU_THRESHOLD:g} "
-    "(75% of the model before unlearning); these models fall below it."
-)
-
-_CAPTIONS = {
-    "fq-plane": (
-        "Each line is one method's unlearning run: it starts at the finetuned model (black star) "
-        "and follows the evaluated steps; the arrow points at the last one. Higher is better "
-        "forgetting: forget quality is the p-value of a KS test between this model's and the retain "
-        "model's forget-set truth ratios (log scale; below 0.05 the two can be told apart). Further "
-        "right is more model utility. The grey diamond is the retain model, the target; the dotted "
-        f"line is {tables.UTILITY_RATIO:g} × the finetuned utility, the leaderboard's bar. A good "
-        "method climbs toward the diamond without moving left of the dotted line."
-    ),
-    "subscores": (
-        "Rows: ROUGE-L recall of the generated answer, probability of the correct answer, truth "
-        "ratio. Columns: the forget set, the retain set, real authors, world facts. The x axis is "
-        "the unlearning step (step 0 is the finetuned model); the dashed grey line is the retain "
-        "model. On Forget the curves should fall to the dashed line and stop there; on the other "
-        "three columns they should stay flat. Curves that fall everywhere mean the model is being "
-        "broken rather than made to forget."
-    ),
-    "formats": (
-        "Each axis is one format of the same facts (multiple choice, cloze, analogies, odd one out, "
-        "comprehension); the radius is the score, 0 at the centre. Left: the forget set; right: the "
-        "retain set. Dashed black is the finetuned model, dotted grey the retain model, coloured "
-        "polygons each method's final step. Forgetting that only holds for the question format it "
-        "was trained on shows as a forget polygon that shrinks on some axes but not others; a good "
-        "method's forget polygon matches the retain model's on every axis while its retain polygon "
-        "stays close to the finetuned one."
-    ),
-    "mia": (
-        "Membership-inference AUC of each attack (how well it tells forget-set examples from unseen "
-        "ones) and model utility against the unlearning epoch (0 is the finetuned model). 0.5 "
-        "(dotted) is chance. The target is the retain model's AUC (dashed grey), not the lowest "
-        "value: an AUC far below it means the forgotten examples now look suspiciously unlike "
-        "anything the model saw, which itself leaks membership. Utility should stay high meanwhile."
-    ),
-}
 # figure id prefix -> (title, plot function, key groups a split needs a value from each of, what
 # the note says is missing otherwise); a key ending in "/" stands for every key it prefixes.
 _PLOTS: dict[
@@ -120,56 +61,19 @@ _PLOTS: dict[
     ),
 }
 
-_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #222;
-  background: #fafafa; line-height: 1.45; }
-main { max-width: 1180px; margin: 0 auto; padding: 1.5rem 2rem 4rem; background: #fff; }
-h1 { margin-bottom: .2rem; } h2 { border-bottom: 1px solid #ddd; margin-top: 2.5rem; }
-table { border-collapse: collapse; margin: .8rem 0; font-size: .9rem; }
-th, td { border: 1px solid #ddd; padding: .3rem .6rem; vertical-align: top; text-align: left; }
-th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.flagged td { background: #fff6e0; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
-dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; }
-figure.plot { margin: 1.5rem 0; } figure.plot svg { max-width: 100%; height: auto; display: block; }
-figcaption { font-size: .9rem; color: #444; max-width: 60rem; margin-top: .4rem; }
-.examples td { white-space: pre-wrap; max-width: 22rem; }
-pre.config { background: #f6f6f6; padding: 1rem; overflow-x: auto; font-size: .85rem; }
-ul.notes { color: #8a5a00; }
-"""
+
+@dataclass(frozen=True)
+class Figure:
+    id: str
+    kind: str  # a key of _PLOTS; the template captions each kind
+    split: str
+    svg: Markup
 
 
-def load_results(results_dir: Path) -> dict[str, Any]:
-    """`results_dir/results.json`, checked against the schema the study runner writes.
-
-    Only the keys the report uses are checked; unknown keys are ignored, and any metric may be
-    missing or null. Raises `DataError` naming the file and the offending value.
-    """
-    results_dir = Path(results_dir)
-    path = results_dir / RESULTS_FILE
-    if not path.is_file():
-        where = "folder does not exist" if not results_dir.is_dir() else "file does not exist"
-        raise DataError(
-            f"no results to report: {path} ({where})",
-            "run `forgetbench run --out DIR` first, or pass the folder that holds results.json",
-        )
-    data = read_json(path, what="results file")
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object at the top level", _REWRITE_HINT)
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise DataError(
-            f"{path}: 'rows' must be a non-empty list of evaluated models", _REWRITE_HINT
-        )
-    data["rows"] = [_check_row(path, i, row) for i, row in enumerate(rows)]
-    examples = data.get("examples") or []
-    if not isinstance(examples, list) or not all(isinstance(e, dict) for e in examples):
-        raise DataError(f"{path}: 'examples' must be a list of objects", _REWRITE_HINT)
-    data["examples"] = examples
-    for key in ("timings", "metric_versions"):
-        if not isinstance(data.get(key) or {}, dict):
-            raise DataError(f"{path}: '{key}' must be an object", _REWRITE_HINT)
-    return data
+@dataclass(frozen=True)
+class PlotGroup:
+    title: str
+    figures: list[Figure]
 
 
 def build_report(results_dir: Path) -> Path:
@@ -178,68 +82,52 @@ def build_report(results_dir: Path) -> Path:
     return atomic_write_text(Path(results_dir) / REPORT_FILE, render_html(results))
 
 
-def render_html(results: Mapping[str, Any]) -> str:
-    """The whole page for results already checked by `load_results`."""
-    rows = results["rows"]
-    figures, notes = _figures(rows)
-    title = (
-        f"forgetbench report — {results.get('benchmark') or '?'} · {results.get('model') or '?'}"
+def render_html(results: Results) -> str:
+    """The whole page, as text."""
+    # Tables and plots read rows as plain mappings, as the CLI hands them the study's own rows.
+    rows = [row.model_dump() for row in results.rows]
+    groups, notes = _figures(rows)
+    board = tables.leaderboard(rows)
+    template = _environment().get_template(TEMPLATE)
+    return template.render(
+        results=results,
+        timings=_timings(results.timings),
+        notes=notes,
+        lume_notes=tables.lume_mmlu_notes(rows),
+        board=board,
+        columns=tables.leaderboard_columns(board),
+        board_notes=sorted({e["note"] for e in board} - {""}),
+        references=_references(rows),
+        plots=groups,
+        examples=_examples(results.examples),
+        metric_versions=list(results.metric_versions.items()),
+        config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
+        utility_ratio=f"{tables.UTILITY_RATIO:g}",
+        mmlu_threshold=f"{MMLU_THRESHOLD:g}",
     )
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
-        _header(results),
-        _notes(notes),
-        _lume_mmlu(rows),
-        _leaderboard(rows),
-        '<section id="plots"><h2>Plots</h2>',
-        *figures,
-        "</section>",
-        _examples(results["examples"]),
-        _config(results),
-        "</main></body></html>",
-    ]
-    return "\n".join(p for p in parts if p) + "\n"
 
 
-_REWRITE_HINT = (
-    "results.json is not in forgetbench's results format; rerun `forgetbench run` to rewrite it"
-)
+@cache
+def _environment() -> jinja2.Environment:
+    # PackageLoader reads the installed package's data, so a wheel install finds the template.
+    # StrictUndefined: a misspelt name in the template fails the render instead of printing "".
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("forgetbench.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["cell"] = tables.format_cell
+    environment.filters["show"] = _show
+    return environment
 
 
-def _check_row(path: Path, index: int, row: Any) -> dict[str, Any]:
-    where = f"{path}: rows[{index}]"
-    if not isinstance(row, dict):
-        raise DataError(f"{where} is not an object", _REWRITE_HINT)
-    for key in ("split", "method"):
-        if not isinstance(row.get(key), str) or not row[key]:
-            raise DataError(f"{where} has no '{key}' name (got {row.get(key)!r})", _REWRITE_HINT)
-    for key, value in row.items():
-        if key in _TEXT_KEYS or key in _FLAG_KEYS:
-            kind = str if key in _TEXT_KEYS else bool
-            if value is not None and not isinstance(value, kind):
-                raise DataError(
-                    f"{where}['{key}'] is {value!r}, expected a {kind.__name__} or null",
-                    _REWRITE_HINT,
-                )
-            continue
-        numeric = key in _NUMBER_KEYS or key.startswith(_NUMBER_PREFIXES)
-        if (
-            numeric
-            and value is not None
-            and (isinstance(value, bool) or not isinstance(value, int | float))
-        ):
-            raise DataError(
-                f"{where}['{key}'] is {value!r}, expected a number or null", _REWRITE_HINT
-            )
-    return {**row, "step": int(row.get("step") or 0)}
-
-
-def _figures(rows: Sequence[tables.Row]) -> tuple[list[str], list[str]]:
-    """Every plot as a <figure>, and a note for each plot left out for lack of data."""
-    figures: list[str] = []
+def _figures(rows: Sequence[tables.Row]) -> tuple[list[PlotGroup], list[str]]:
+    """Every plot that can be drawn, grouped by kind, and a note for each plot left out for lack
+    of data."""
+    groups: list[PlotGroup] = []
     notes: list[str] = []
     used: set[str] = set()
     for kind, (title, draw, needs, missing) in _PLOTS.items():
@@ -247,17 +135,17 @@ def _figures(rows: Sequence[tables.Row]) -> tuple[list[str], list[str]]:
         if not drawable:
             notes.append(f"{title}: omitted, results.json has no {missing}.")
             continue
-        figures.append(f"<h3>{_e(title)}</h3>")
+        figures = []
         for split in tables.splits(rows):
             if split not in drawable:
                 notes.append(f"{title} on {split}: omitted, results.json has no {missing} for it.")
                 continue
             figure_id = _unique(f"{kind}-{plots.slug(split)}", used)
-            figures.append(
-                f'<figure class="plot" id="{_e(figure_id)}">\n{draw(rows, split)}\n'
-                f"<figcaption><b>{_e(split)}.</b> {_e(_CAPTIONS[kind])}</figcaption></figure>"
-            )
-    return figures, notes
+            # The one string not escaped: matplotlib writes the SVG and escapes the text in it
+            # (method and split names included), which tests/report checks with hostile names.
+            figures.append(Figure(figure_id, kind, split, Markup(draw(rows, split))))
+        groups.append(PlotGroup(title, figures))
+    return groups, notes
 
 
 def _has(rows: Sequence[tables.Row], split: str, keys: Sequence[str]) -> bool:
@@ -271,139 +159,53 @@ def _has(rows: Sequence[tables.Row], split: str, keys: Sequence[str]) -> bool:
     )
 
 
-def _header(results: Mapping[str, Any]) -> str:
-    fields = [("benchmark", "benchmark"), ("scale", "scale"), ("model", "model"), ("seed", "seed")]
-    fields += [("forgetbench version", "forgetbench_version"), ("git sha", "git_sha")]
-    fields += [("created", "created")]
-    meta = "".join(f"<dt>{_e(k)}</dt><dd>{_e(_show(results.get(v)))}</dd>" for k, v in fields)
-    timings = results.get("timings") or {}
+def _timings(timings: Mapping[str, float | None]) -> dict[str, Any] | None:
+    """Each stage's time and the total, as text; None when the results recorded no timings."""
+    if not timings:
+        return None
     # `total` is the run's wall time; older results without it get the sum of the stages.
     stages = {k: v for k, v in timings.items() if k != "total"}
-    body = [_row([k, _seconds(v)], text=1) for k, v in stages.items()]
     total = tables.as_number(timings.get("total"))
     if total is None:
         total = sum(n for v in stages.values() if (n := tables.as_number(v)) is not None)
-    body.append(_row(["total", _seconds(total)], text=1, tag="th"))
-    table = _table("timings", ["stage", "time"], body) if timings else ""
-    return f'<header><h1>forgetbench report</h1><dl class="meta">{meta}</dl>{table}</header>'
+    return {"stages": [(k, _seconds(v)) for k, v in stages.items()], "total": _seconds(total)}
 
 
-def _notes(notes: Sequence[str]) -> str:
-    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
-    heading = "<h2>What is missing</h2>"
-    return f'<section id="notes">{heading}<ul class="notes">{items}</ul></section>' if notes else ""
-
-
-def _lume_mmlu(rows: Sequence[tables.Row]) -> str:
-    """The models whose LUME final score rests on an MMLU accuracy below SemEval-2025's bar."""
-    notes = tables.lume_mmlu_notes(rows)
-    if not notes:
-        return ""
-    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
-    return (
-        f'<section id="lume-mmlu"><h2>LUME: MMLU below {_e(f"{MMLU_THRESHOLD:g}")}</h2>'
-        f'<p>{_e(_LUME_MMLU_RULE)}</p><ul class="notes">{items}</ul></section>'
-    )
-
-
-def _leaderboard(rows: Sequence[tables.Row]) -> str:
-    board = tables.leaderboard(rows)
-    columns = tables.leaderboard_columns(board)
-    body = []
-    for entry in board:
-        cells = [tables.format_cell(entry[key]) for key, _ in columns]
-        flag = "" if entry["matched"] else f' class="flagged" title="{_e(entry["note"])}"'
-        cells[0] += "" if entry["matched"] else " *"
-        body.append(_row(cells, text=2, attrs=flag))
-    table = _table("leaderboard", [t for _, t in columns], body) if board else ""
-    notes = "".join(f"<li>* {_e(n)}</li>" for n in sorted({e["note"] for e in board} - {""}))
-    return (
-        f'<section id="leaderboard"><h2>Leaderboard</h2><p>{_e(_LEADERBOARD_RULE)}</p>'
-        f"{table or '<p>No unlearning method in the results.</p>'}"
-        f"{f'<ul class=notes>{notes}</ul>' if notes else ''}{_references(rows)}</section>"
-    )
-
-
-def _references(rows: Sequence[tables.Row]) -> str:
+def _references(rows: Sequence[tables.Row]) -> dict[str, list[Any]]:
+    """The reference models' table: column titles and one row of cells per model and split."""
     keys = [("forget_quality", "forget quality"), ("model_utility", "model utility")]
     keys += [("forget/rougeL", "forget ROUGE-L"), ("retain/rougeL", "retain ROUGE-L")]
     optional = (("privleak", "PrivLeak"), ("lume/final", "LUME final"))
     keys += [(k, t) for k, t in optional if tables.has_key(rows, k)]
     body = [
-        _row(
-            [r["method"], r["split"], *(tables.format_cell(tables.number(r, k)) for k, _ in keys)],
-            text=2,
-        )
+        [r["method"], r["split"], *(tables.format_cell(tables.number(r, k)) for k, _ in keys)]
         for s in tables.splits(rows)
         for m in tables.REFERENCE_METHODS
         if (r := tables.reference(rows, s, m))
     ]
-    head = ["model", "split", *(t for _, t in keys)]
-    return f"<h3>Reference models</h3>{_table('references', head, body)}" if body else ""
+    return {"head": ["model", "split", *(t for _, t in keys)], "body": body}
 
 
-def _examples(examples: Sequence[Mapping[str, Any]]) -> str:
-    """A few generations per method at its last logged step, beside the finetuned model's answer."""
-    parts = ['<section id="examples"><h2>Example generations</h2>']
-    if not examples:
-        return parts[0] + "<p>results.json has no examples.</p></section>"
-    parts.append(
-        "<p>Answers to forget-set questions before unlearning (the finetuned model) and after it "
-        "(each method at its last logged step).</p>"
-    )
-    before: dict[tuple[Any, Any], Any] = {}
+def _examples(examples: Sequence[Example]) -> list[dict[str, Any]]:
+    """A few generations per method at its last logged step, beside the finetuned model's answer:
+    one table per (split, method), each row question, ground truth, before, after."""
+    before: dict[tuple[str, str | None], str | None] = {}
     for e in examples:
-        if e.get("method") == "finetuned":
-            before.setdefault((e.get("split"), e.get("question")), e.get("generation"))
-    methods = [(e.get("split"), e.get("method")) for e in examples]
-    for split, method in dict.fromkeys(methods):
+        if e.method == "finetuned":
+            before.setdefault((e.split, e.question), e.generation)
+    groups = []
+    for split, method in dict.fromkeys((e.split, e.method) for e in examples):
         if method in tables.REFERENCE_METHODS:
             continue
-        own = [e for e in examples if e.get("split") == split and e.get("method") == method]
-        last = max(int(tables.number(e, "step") or 0) for e in own)
-        shown = [e for e in own if int(tables.number(e, "step") or 0) == last]
-        body = [
-            _row(
-                [
-                    e.get("question"),
-                    e.get("ground_truth"),
-                    before.get((split, e.get("question"))),
-                    e.get("generation"),
-                ]
-            )
-            for e in shown[:EXAMPLES_PER_METHOD]
+        own = [e for e in examples if e.split == split and e.method == method]
+        last = max(e.step for e in own)
+        shown = [e for e in own if e.step == last][:EXAMPLES_PER_METHOD]
+        rows = [
+            [e.question, e.ground_truth, before.get((split, e.question)), e.generation]
+            for e in shown
         ]
-        parts.append(f"<h3>{_e(_show(method))} on {_e(_show(split))}, step {last}</h3>")
-        parts.append(
-            _table("examples", ["question", "ground truth", "before (finetuned)", "after"], body)
-        )
-    return "\n".join(parts) + "</section>"
-
-
-def _config(results: Mapping[str, Any]) -> str:
-    versions = results.get("metric_versions") or {}
-    body = [_row([k, v], text=1) for k, v in versions.items()]
-    table = f"<h3>Metric versions</h3>{_table('versions', ['metric', 'version'], body)}"
-    config = json.dumps(results.get("config"), indent=2, sort_keys=True, ensure_ascii=False)
-    return (
-        f'<section id="config"><h2>Configuration</h2>{table if body else ""}'
-        f'<h3>Resolved config</h3><pre class="config">{_e(config)}</pre></section>'
-    )
-
-
-def _table(name: str, head: Sequence[str], body: Sequence[str]) -> str:
-    header = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return f'<table class="{name}"><tr>{header}</tr>{"".join(body)}</table>'
-
-
-def _row(cells: Sequence[Any], *, text: int | None = None, tag: str = "td", attrs: str = "") -> str:
-    """One escaped table row; the cells after the first `text` ones are numbers (right-aligned)."""
-    text = len(cells) if text is None else text
-    out = "".join(
-        f"<{tag}{'' if i < text else ' class=num'}>{_e(_show(c))}</{tag}>"
-        for i, c in enumerate(cells)
-    )
-    return f"<tr{attrs}>{out}</tr>"
+        groups.append({"split": split, "method": method, "step": last, "rows": rows})
+    return groups
 
 
 def _unique(name: str, used: set[str]) -> str:
@@ -425,7 +227,3 @@ def _seconds(value: Any) -> str:
 
 def _show(value: Any) -> str:
     return "—" if value is None else str(value)
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)

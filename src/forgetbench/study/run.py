@@ -330,6 +330,11 @@ def _run_jobs(
 
 def write_results(out: Path, results: dict[str, Any]) -> None:
     """results.json (everything) and results.csv (one row per model and step), atomically."""
+    from forgetbench.results import Results
+
+    # Written through the model `report` reads with, so a study never writes a file the report
+    # would refuse; a ValidationError here is a bug in the study, not in anyone's file.
+    results = Results.model_validate(results).dump()
     atomic_write_json(out / RESULTS_NAME, results)
     columns: list[str] = []
     for row in results["rows"]:

@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from forgetbench.errors import DataError
-from forgetbench.pipeline import write_results
 from forgetbench.results import Results, load_results
+from forgetbench.study.run import write_results
 
 GOLDEN = Path(__file__).parent / "golden" / "tiny_study_results.json"
 # A row as the study writes it: fixed fields, metric columns of every kind, the log folder last.
@@ -39,9 +39,13 @@ def _folder(tmp_path: Path, results: object) -> Path:
 
 
 def test_the_golden_results_round_trip_unchanged():
-    text = GOLDEN.read_text(encoding="utf-8")
-    dumped = Results.model_validate(json.loads(text)).dump()
-    assert json.dumps(dumped, indent=1, sort_keys=True) + "\n" == text
+    # The golden copy keys rows and examples by what they are (tests/golden_results.py); a
+    # results.json lists them.
+    results = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    results["rows"] = list(results["rows"].values())
+    results["examples"] = list(results["examples"].values())
+    dumped = Results.model_validate(results).dump()
+    assert json.dumps(dumped, sort_keys=True) == json.dumps(results, sort_keys=True)
 
 
 def test_a_row_keeps_its_key_order_and_value_types():

@@ -19,11 +19,11 @@ from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
+from forgetbench.results import RESULTS_FILE, Results
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.pool import InlinePool, make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import Study, resolve
 
-RESULTS_NAME = "results.json"
 CSV_NAME = "results.csv"
 
 
@@ -330,12 +330,11 @@ def _run_jobs(
 
 def write_results(out: Path, results: dict[str, Any]) -> None:
     """results.json (everything) and results.csv (one row per model and step), atomically."""
-    from forgetbench.results import Results
 
     # Written through the model `report` reads with, so a study never writes a file the report
     # would refuse; a ValidationError here is a bug in the study, not in anyone's file.
     results = Results.model_validate(results).dump()
-    atomic_write_json(out / RESULTS_NAME, results)
+    atomic_write_json(out / RESULTS_FILE, results)
     columns: list[str] = []
     for row in results["rows"]:
         columns += [k for k in row if k not in columns]

@@ -10,20 +10,19 @@ import torch
 
 from forgetbench.eval.outputs import greedy_generate, score_answers
 from forgetbench.eval.privacy_eval import memorisation_scores
+from toy import toy_tokenizer
 
 PROMPT = "Question: Where was the writer born?\nAnswer:"
 ANSWER = " in the city"
 
 
 @pytest.fixture(scope="module")
-def rigged(tiny_study):
-    """(model, tokenizer, answer ids + EOS): the model predicts `successor[current token]`."""
-    from transformers import AutoTokenizer
-
+def rigged():
+    """(model, tokenizer, answer ids + EOS): the model predicts `successor[current token]`.
+    Untrained weights and the toy tokenizer: the forced logits decide every choice."""
     from forgetbench.modeling import build_tiny_model
 
-    _, _, base, _, _ = tiny_study
-    tokenizer = AutoTokenizer.from_pretrained(base.model_dir)
+    tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, scale="tiny", seed=0).eval()
     prompt_ids = tokenizer(PROMPT)["input_ids"]
     answer_ids = tokenizer(PROMPT + ANSWER)["input_ids"][len(prompt_ids) :]

@@ -4,17 +4,12 @@ Importing this package registers every method in `METHODS`; `get_method("npo")` 
 class, `build_method("npo", {"beta": 0.05})` a validated instance. See docs/methods.md.
 """
 
-from forgetbench.methods import (  # noqa: F401  (imported for their @METHODS.register side effect)
-    dpo,
-    grad_ascent,
-    grad_diff,
-    idk,
-    kl,
-    ngdiff,
-    npo,
-    rmu,
-    simnpo,
-)
+# isort: off
+# Imported for their @METHODS.register side effect, in SPEC §2's order: registration order is
+# `method_names()`, the default study's order (its rows, results and report).
+from forgetbench.methods import grad_ascent, grad_diff, kl, idk, dpo, npo, simnpo, ngdiff, rmu  # noqa: F401
+
+# isort: on
 from forgetbench.methods.base import (
     METHODS,
     TwoTaskMethod,

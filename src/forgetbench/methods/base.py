@@ -125,8 +125,10 @@ def get_method(name: str) -> type:
 
 
 def method_names() -> tuple[str, ...]:
+    """Every registered method, in registration order: forgetbench.methods imports its modules
+    in SPEC §2's order, which is the default study's and so its results' and report's."""
     _load_all()
-    return METHODS.names()
+    return METHODS.in_registration_order()
 
 
 def build_method(name: str, options: Mapping[str, Any] | None = None) -> UnlearnMethod:

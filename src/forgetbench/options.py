@@ -207,7 +207,10 @@ def _choices(annotation: Any) -> tuple[str, ...]:
 
 
 def _is_method_name(annotation: Any) -> bool:
-    extras = getattr(annotation, "__metadata__", ())
+    # Inside a list the marker stays on the Annotated type; on a field pydantic moves it to the
+    # field's metadata, so a FieldInfo is asked too.
+    extras = annotation.metadata if isinstance(annotation, FieldInfo) else ()
+    extras = extras or getattr(annotation, "__metadata__", ())
     return any(isinstance(extra, RegisteredMethod) for extra in extras)
 
 
@@ -232,9 +235,13 @@ def flag_value(flag: Flag, command: str, value: Any) -> Any:
 
 
 def flag_metavar(flag: Flag, command: str) -> str:
-    item = _item_type(field_at(flag.key_for(command)))
-    choices = _choices(item)
-    one = "{" + ",".join(choices) + "}" if choices else "METHOD" if _is_method_name(item) else ""
+    info = field_at(flag.key_for(command))
+    item = _item_type(info)
+    if _is_method_name(info) or _is_method_name(item):
+        one = "METHOD"
+    else:
+        choices = _choices(item)
+        one = "{" + ",".join(choices) + "}" if choices else ""
     if _is_list(field_at(flag.key)):
         return f"{one}[,...]"
     return one or flag.dest.upper()
@@ -263,7 +270,7 @@ def flag_help(flag: Flag, command: str) -> str:
 
 # --- docs/config.md -----------------------------------------------------------------------------
 
-DOCS_COMMAND = "PYTHONPATH=src python -m forgetbench.options > docs/config.md"
+DOCS_COMMAND = "python -m forgetbench.options > docs/config.md"
 
 
 def config_reference() -> str:
@@ -313,26 +320,26 @@ def _type_name(info: FieldInfo) -> str:
         if _is_method_name(annotation):
             return "method name"
         if choices := _choices(annotation):
-            return "one of " + ", ".join(choices)
+            return ", ".join(choices[:-1]) + " or " + choices[-1]
         origin, args = typing.get_origin(annotation), typing.get_args(annotation)
         if origin is list:
-            return f"list of {name(args[0])}"
+            item = name(args[0])
+            return "list of method names" if item == "method name" else f"list of {item}"
         if origin is dict:
             return "mapping" if args[1] is Any else f"mapping of {name(args[0])} to {name(args[1])}"
         if origin in (typing.Union, types.UnionType):
             return " or ".join("unset" if a is type(None) else name(a) for a in args)
         return getattr(annotation, "__name__", str(annotation))
 
-    bounds = {Ge: ">=", Gt: ">", Le: "<=", Lt: "<"}
+    bounds = {Ge: (">=", "ge"), Gt: (">", "gt"), Le: ("<=", "le"), Lt: ("<", "lt")}
     ranges = [
         f"{sign} {getattr(m, attr)}"
         for m in info.metadata
-        for kind, sign in bounds.items()
+        for kind, (sign, attr) in bounds.items()
         if isinstance(m, kind)
-        for attr in ("ge", "gt", "le", "lt")
-        if hasattr(m, attr)
     ]
-    return name(info.annotation) + (f", {', '.join(ranges)}" if ranges else "")
+    kind = "method name" if _is_method_name(info) else name(info.annotation)
+    return kind + (f", {', '.join(ranges)}" if ranges else "")
 
 
 def _default(info: FieldInfo) -> str:

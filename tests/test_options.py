@@ -177,3 +177,18 @@ def test_docs_config_md_is_generated_from_the_models():
     assert "| `unlearn.epochs` | `--epochs` | int or unset, >= 1, <= 10000 | unset |" in text
     assert "`--epochs (finetune)`" in text
     assert DOCS.read_text() == text, f"docs/config.md is out of date: run `{DOCS_COMMAND}`"
+
+
+def test_the_readme_table_of_flags_is_the_generated_one():
+    readme = (DOCS.parents[1] / "README.md").read_text()
+    table = readme[readme.index("| flag | key | read by |") :].split("\n\n")[0]
+    rows = [line.split(" | ") for line in table.splitlines()[2:]]
+    documented = {
+        flag.strip("`| "): set(commands.strip(" |").split(", "))
+        for flags, _, commands in rows
+        for flag in flags.split(", ")
+    }
+    assert set(documented) == {flag.name for flag in FLAGS}
+    for flag in FLAGS:
+        shown = {c for c in COMMANDS if c != "config" and f"{flag.name} " in _help(c)}
+        assert documented[flag.name] == shown, flag.name

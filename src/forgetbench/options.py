@@ -207,10 +207,12 @@ def _choices(annotation: Any) -> tuple[str, ...]:
 
 
 def _is_method_name(annotation: Any) -> bool:
-    # Inside a list the marker stays on the Annotated type; on a field pydantic moves it to the
-    # field's metadata, so a FieldInfo is asked too.
-    extras = annotation.metadata if isinstance(annotation, FieldInfo) else ()
-    extras = extras or getattr(annotation, "__metadata__", ())
+    # On a field pydantic moves the marker into the FieldInfo's metadata; inside a list it stays
+    # on the Annotated item type.
+    if isinstance(annotation, FieldInfo):
+        extras = annotation.metadata
+    else:
+        extras = getattr(annotation, "__metadata__", ())
     return any(isinstance(extra, RegisteredMethod) for extra in extras)
 
 

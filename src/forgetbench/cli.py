@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -18,11 +19,9 @@ from forgetbench import __version__
 from forgetbench.config import (
     BENCHMARKS,
     FORGET_SPLITS,
-    METHOD_NAMES,
     RETAIN_SPLITS,
-    SCALES,
+    EvalConfig,
     RunConfig,
-    TrainConfig,
     load_config,
 )
 from forgetbench.errors import (
@@ -33,7 +32,16 @@ from forgetbench.errors import (
     os_error_in,
 )
 from forgetbench.io import require_writable_dir
-from forgetbench.metrics.tofu import TRUTH_RATIO_FORMS
+from forgetbench.options import (
+    FLAGS,
+    UNUSED,
+    UNUSED_WITH_A_MODEL,
+    flag_help,
+    flag_metavar,
+    flag_type,
+    flag_value,
+    unused_reason,
+)
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 
@@ -209,7 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--candidate", required=True, help="evaluated model's eval log (file or folder)"
     )
-    compare.add_argument("--truth-ratio-form", choices=TRUTH_RATIO_FORMS, default="tofu_code")
+    form = EvalConfig.model_fields["truth_ratio_form"]
+    compare.add_argument(
+        "--truth-ratio-form",
+        choices=typing.get_args(form.annotation),
+        default=form.default,
+        help=f"{form.description} (default: {form.default})",
+    )
     compare.add_argument(
         "--allow-question-mismatch",
         action="store_true",
@@ -218,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = command("config", _config, "print the resolved run config (defaults + file + overrides)")
     _config_options(show, "config")
+    show.add_argument(
+        "--schema", action="store_true", help="print the YAML config's JSON schema instead"
+    )
 
     finetune = command(
         "finetune",
@@ -284,175 +301,62 @@ def _debug_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _config_options(sub: argparse.ArgumentParser, command: str) -> None:
-    # A flag the command does not read is still parsed, so it is refused by name with the reason
-    # (`_refuse_unused`), but hidden from the command's --help.
-    unused = _UNUSED.get(command, {})
-
-    def option(flag: str, **kwargs: Any) -> None:
-        if flag in unused:
-            kwargs["help"] = argparse.SUPPRESS
-        sub.add_argument(flag, **kwargs)
-
+    # Generated from forgetbench.options. A flag the command does not read is still parsed, so
+    # it is refused by name with the reason (`_refuse_unused`), but hidden from its --help.
     sub.set_defaults(command=command)
-    option("--config", help="YAML run config")
-    option("--scale", help="|".join(SCALES))
-    option("--benchmark", help="|".join(BENCHMARKS))
-    option("--model", help="Hugging Face id or local path")
-    option("--data", help="data folder or Hugging Face dataset id")
-    split_help = {
-        "finetune": "full (default) or a retain split (retain90, retain95, retain99)",
-        "run": "one forget split (same as --splits with one name)",
-    }
-    option("--split", help=split_help.get(command, "forget split: " + ", ".join(FORGET_SPLITS)))
-    option(
-        "--method",
-        help="one unlearning method (same as --methods with one name)"
-        if command == "run"
-        else "unlearning method",
-    )
-    option("--methods", help="comma-separated unlearning methods (forgetbench run)")
-    option("--splits", help="comma-separated forget splits (forgetbench run)")
-    loop = "train" if command == "finetune" else "unlearn"
-    option("--epochs", type=int, help=f"{loop}.epochs")
-    option("--lr", type=float, help=f"{loop}.lr")
-    option("--seed", type=int)
-    option("--out", help="output folder")
+    sub.add_argument("--config", help="YAML run config (docs/config.md)")
+    for flag in FLAGS:
+        unused = unused_reason(UNUSED[command], flag.key_for(command))
+        sub.add_argument(
+            flag.name,
+            type=flag_type(flag),
+            metavar=flag_metavar(flag, command),
+            help=argparse.SUPPRESS if unused else flag_help(flag, command),
+        )
     sub.add_argument(
         "overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. train.lr=2e-5"
     )
 
 
-_OPTION_KEYS = {
-    "scale": "scale",
-    "benchmark": "benchmark.name",
-    "model": "model.name",
-    "data": "benchmark.path",
-    "split": "benchmark.split",
-    "method": "unlearn.method",
-    "epochs": "unlearn.epochs",
-    "lr": "unlearn.lr",
-    "seed": "seed",
-    "out": "out",
-}
-
-
-# What each command does not read, with the reason given when the user sets it anyway: a flag
-# (`--model`) or a config key on the command line (`train`, a section; `train.lr`, one key). A
-# YAML file may hold settings for several commands, so only the command line is checked. Options
-# that depend on the model (the miniature or the user's) are checked in `_refuse_unused`.
-_NO_UNLEARNING = "it runs no unlearning"
-_TRAIN_BUT_LENGTH = tuple(f"train.{k}" for k in TrainConfig.model_fields if k != "max_length")
-_UNUSED: dict[str, dict[str, str]] = {
-    "finetune": {
-        "--method": "finetune trains on one split; methods are for 'forgetbench unlearn'",
-        "--methods": "finetune trains on one split; methods are for 'forgetbench run'",
-        "--splits": "finetune trains on one split: use --split",
-        "unlearn": "finetune runs no unlearning (unlearn.* is for 'unlearn' and 'run')",
-        "method": "finetune runs no unlearning (method.* is for 'unlearn' and 'run')",
-        "study": "study.* is for 'forgetbench run'",
-        "eval": "finetune evaluates nothing (eval.* is for 'eval', 'sanity' and 'run')",
-    },
-    "unlearn": {
-        "--methods": "unlearn runs one method: use --method (or 'forgetbench run --methods')",
-        "--splits": "unlearn runs on one split: use --split (or 'forgetbench run --splits')",
-        "study": "study.* is for 'forgetbench run'",
-        "eval": "unlearn evaluates nothing (eval.* is for 'eval', 'sanity' and 'run')",
-    },
-    "eval": {
-        "--scale": "eval scores the given --model and trains nothing",
-        "--seed": "eval is deterministic (greedy generation) and trains nothing",
-        "--method": "eval scores the given --model; " + _NO_UNLEARNING,
-        "--methods": "eval scores the given --model; " + _NO_UNLEARNING,
-        "--splits": "eval scores one split: use --split",
-        "--epochs": "eval trains nothing",
-        "--lr": "eval trains nothing",
-        **{key: "eval trains nothing" for key in _TRAIN_BUT_LENGTH},
-        "unlearn": "eval " + _NO_UNLEARNING,
-        "method": "eval " + _NO_UNLEARNING,
-        "study": "study.* is for 'forgetbench run'",
-    },
-    "sanity": {
-        "--model": "sanity trains its own models at --scale (TOFU appendix E)",
-        "--data": "sanity generates its own miniature data at --scale",
-        "--benchmark": "sanity runs on the built-in miniature benchmark",
-        "--split": "sanity's checks are defined on forget10",
-        "--method": "sanity " + _NO_UNLEARNING,
-        "--methods": "sanity " + _NO_UNLEARNING,
-        "--splits": "sanity's checks are defined on forget10",
-        "--epochs": "sanity trains with the miniature's fixed recipe",
-        "--lr": "sanity trains with the miniature's fixed recipe",
-        "benchmark": "sanity runs on the built-in miniature benchmark",
-        "model": "sanity trains its own models at --scale",
-        "train": "sanity trains with the miniature's fixed recipe",
-        "unlearn": "sanity " + _NO_UNLEARNING,
-        "method": "sanity " + _NO_UNLEARNING,
-        "study": "study.* is for 'forgetbench run'",
-    },
-    "run": {
-        "benchmark.split": "a study covers study.splits: use --splits",
-        "unlearn.method": "a study runs study.methods: use --methods",
-    },
-    "bench": {
-        "--benchmark": "bench times the TOFU-layout path",
-        "--method": "bench " + _NO_UNLEARNING,
-        "--methods": "bench " + _NO_UNLEARNING,
-        "--splits": "bench times one split: use --split (bench eval)",
-        "--epochs": "bench times the miniature's fixed recipe",
-        "--lr": "bench times the miniature's fixed recipe",
-        "train": "bench times the miniature's fixed recipe",
-        "unlearn": "bench " + _NO_UNLEARNING,
-        "method": "bench " + _NO_UNLEARNING,
-        "study": "study.* is for 'forgetbench run'",
-    },
-}
-# `bench train` times generate, pretrain, finetune and retain90 of the miniature at --scale.
-_UNUSED_BENCH_TRAIN = {
-    "--model": "bench train times the built-in miniature's training",
-    "--data": "bench train times the built-in miniature's training",
-    "--split": "bench train times the full and retain90 stages",
-    "eval": "bench train evaluates with its own fixed settings",
-    "model": "bench train times the built-in miniature's training",
-}
-
-
-def _flag_given(args: argparse.Namespace, flag: str) -> bool:
-    return getattr(args, flag[2:].replace("-", "_"), None) is not None
-
-
-def _given_keys(args: argparse.Namespace) -> list[str]:
-    return [o.partition("=")[0] for o in getattr(args, "overrides", [])]
-
-
-def _refuse(args: argparse.Namespace, unused: dict[str, str]) -> None:
-    command = getattr(args, "command", "")
-    for name, reason in unused.items():
-        if name.startswith("--"):
-            if _flag_given(args, name):
-                raise ConfigError(
-                    f"forgetbench {command} does not use {name}: {reason}", f"drop {name}"
-                )
+def _given_flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """Config key -> (flag, typed value) for each flag on the command line."""
+    command = args.command
+    given: dict[str, tuple[str, Any]] = {}
+    for flag in FLAGS:
+        value = getattr(args, flag.dest)
+        if value is None:
             continue
-        for key in _given_keys(args):
-            if key == name or key.startswith(name + "."):
-                raise ConfigError(
-                    f"forgetbench {command} does not use {key}: {reason}", f"drop {key}"
-                )
+        key = flag.key_for(command)
+        if key in given:  # run's --method beside --methods, --split beside --splits
+            many = next(f.name for f in FLAGS if f.key == key)
+            raise ConfigError(
+                f"forgetbench {command} got both {given[key][0]} and {flag.name}",
+                f"give the list once: {many} a,b",
+            )
+        given[key] = (flag.name, flag_value(flag, command, value))
+    return given
 
 
-def _refuse_unused(args: argparse.Namespace, config: RunConfig) -> None:
+def _refuse_unused(
+    args: argparse.Namespace, config: RunConfig, given: dict[str, tuple[str, Any]]
+) -> None:
     """Refuse, before any work, every option this command would not read: an option is applied
     or refused, never dropped."""
-    command = getattr(args, "command", "")
-    _refuse(args, _UNUSED.get(command, {}))
+    command = args.command
+    unused = dict(UNUSED[command])
     if command == "bench" and args.target == "train":
-        _refuse(args, _UNUSED_BENCH_TRAIN)
+        unused.update(UNUSED["bench train"])
     miniature = config.benchmark.name == "mini" and not args.model and not args.data
-    if command in ("finetune", "unlearn", "run", "bench") and not miniature:
-        _refuse(args, {"--scale": "it sizes the built-in miniature; the model is --model"})
-        if command == "bench":  # bench eval of a given model trains nothing
-            _refuse(args, {"--seed": "bench eval of a given --model trains nothing"})
-        if command in ("unlearn", "run"):  # they unlearn the given model; they finetune nothing
-            _refuse(args, dict.fromkeys(_TRAIN_BUT_LENGTH, "the given model is not finetuned"))
+    if not miniature:
+        unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
+    typed = [(option, key) for key, (option, _) in given.items()]
+    typed += [(key, key) for key in (o.partition("=")[0] for o in args.overrides)]
+    for option, key in typed:
+        reason = unused_reason(unused, key)
+        if reason:
+            raise ConfigError(
+                f"forgetbench {command} does not use {option}: {reason}", f"drop {option}"
+            )
     if miniature and command in ("finetune", "unlearn", "run"):
         from forgetbench.train.mini import check_mini_train_options
 
@@ -472,48 +376,24 @@ def _refuse_unused(args: argparse.Namespace, config: RunConfig) -> None:
 
 
 def _resolve_config(args: argparse.Namespace) -> RunConfig:
-    overrides = list(args.overrides)
-    command = getattr(args, "command", "")
-    keys = {**_OPTION_KEYS}
-    if command == "finetune":  # finetune's loop is train.*; every other command's is unlearn.*
-        keys.update(epochs="train.epochs", lr="train.lr")
-    if command == "finetune" and args.split is None:
-        keys.pop("split")
-        overrides.append("benchmark.split=full")
-    if command == "run":  # --method / --split: a study of one method / one split
-        for one, many in (("--method", "--methods"), ("--split", "--splits")):
-            if _flag_given(args, one) and _flag_given(args, many):
-                raise ConfigError(
-                    f"forgetbench run got both {one} and {many}",
-                    f"give the list once: {many} a,b",
-                )
-        keys = {k: v for k, v in keys.items() if k not in ("method", "split")}
-        if args.methods is None and args.method is not None:
-            args.methods = args.method
-        if args.splits is None and args.split is not None:
-            args.splits = args.split
-    for option, key in keys.items():
-        value = getattr(args, option, None)
-        if value is not None:
-            overrides.append(f"{key}={json.dumps(value) if isinstance(value, str) else value}")
-    methods = [m.strip() for m in (getattr(args, "methods", None) or "").split(",") if m.strip()]
-    for method in methods:
-        if method not in METHOD_NAMES:
-            raise UnknownNameError("method", method, METHOD_NAMES)
-    if methods:
-        overrides.append(f"study.methods={json.dumps(methods)}")
-    splits = [s.strip() for s in (getattr(args, "splits", None) or "").split(",") if s.strip()]
-    if splits:
-        overrides.append(f"study.splits={json.dumps(splits)}")
-    config = load_config(args.config, overrides)
+    """Defaults, --config file, KEY=VALUE overrides, then the flags, as typed values."""
+    command = args.command
+    given = _given_flags(args)
+    overridden = {o.partition("=")[0] for o in args.overrides}
+    values = dict(given)
+    for flag in FLAGS:
+        key = flag.key_for(command)
+        if command in flag.defaults and key not in values and key not in overridden:
+            values[key] = (flag.name, flag.defaults[command])
+    config = load_config(args.config, args.overrides, values)
     # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
     # handlers read args, so they are copied there rather than dropped.
-    if getattr(args, "model", None) is None and config.model.name != "tiny-llama":
+    if args.model is None and config.model.name != "tiny-llama":
         args.model = config.model.name
-    if getattr(args, "data", None) is None and config.benchmark.path is not None:
+    if args.data is None and config.benchmark.path is not None:
         args.data = config.benchmark.path
     if command != "config":
-        _refuse_unused(args, config)
+        _refuse_unused(args, config, given)
     if config.unlearn.refusals_file and command in ("unlearn", "run"):
         from forgetbench.methods.refusals import load_refusals
 
@@ -523,10 +403,18 @@ def _resolve_config(args: argparse.Namespace) -> RunConfig:
 
 
 def _config(args: argparse.Namespace) -> dict[str, Any]:
-    config = _resolve_config(args).model_dump()
+    if args.schema:
+        if args.config or args.overrides or _given_flags(args):
+            raise _UsageError(
+                "forgetbench config --schema describes every config, not one",
+                "drop the other options",
+            )
+        result = RunConfig.model_json_schema()
+    else:
+        result = _resolve_config(args).model_dump()
     if not args.json:
-        print(json.dumps(config, indent=2))
-    return config
+        print(json.dumps(result, indent=2))
+    return result
 
 
 def _data_without_action(args: argparse.Namespace) -> dict[str, Any]:

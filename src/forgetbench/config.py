@@ -1,18 +1,22 @@
 """Typed run configuration: YAML holds data only, `a.b=c` overrides, unknown keys are errors.
 
-Every option lives here once, with its default and its valid range; the CLI and the Python API
-both go through `load_config`, so a typo or an out-of-range value fails the same way everywhere.
+Every option lives here once, with its default, its valid range and its description; the CLI
+(forgetbench.options), `forgetbench config --schema` and docs/config.md are generated from these
+models, and the CLI and the Python API both go through `load_config`, so a typo or an
+out-of-range value fails the same way everywhere.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError, core_schema
 
-from forgetbench.errors import ConfigError, did_you_mean
+from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
 from forgetbench.io import MAX_DEPTH, check_depth, read_text
 
 SCALES = ("tiny", "small", "full")
@@ -21,18 +25,41 @@ FORGET_SPLITS = ("forget01", "forget05", "forget10")
 RETAIN_SPLITS = ("retain99", "retain95", "retain90")
 SPLITS = ("full", *FORGET_SPLITS, *RETAIN_SPLITS)
 BENCHMARKS = ("mini", "tofu", "lume")
-# The methods of SPEC §2; each becomes a registered module under forgetbench.methods.
-METHOD_NAMES = (
-    "grad_ascent",
-    "grad_diff",
-    "kl",
-    "idk",
-    "dpo",
-    "npo",
-    "simnpo",
-    "ngdiff",
-    "rmu",
-)
+
+
+def _registered_methods() -> tuple[str, ...]:
+    # Imported when a method name is checked, not with this module: the methods import torch,
+    # and `forgetbench --help` should not wait for it.
+    from forgetbench.methods.base import method_names
+
+    return method_names()
+
+
+class RegisteredMethod:
+    """`Annotated[str, RegisteredMethod()]`: a name the method registry knows, so a method
+    registered anywhere is accepted without a list here; the JSON schema lists the names."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> dict[str, Any]:
+        return {**handler(schema), "enum": list(_registered_methods())}
+
+    @staticmethod
+    def _check(name: str) -> str:
+        known = _registered_methods()
+        if name not in known:
+            raise PydanticCustomError(
+                "unknown_method", "unknown method {name}", {"name": name, "known": known}
+            )
+        return name
+
+
+MethodName = Annotated[str, RegisteredMethod()]
+
+
+def _every_method() -> list[str]:
+    return list(_registered_methods())
 
 
 class _Section(BaseModel):
@@ -40,12 +67,15 @@ class _Section(BaseModel):
 
 
 class BenchmarkConfig(_Section):
-    name: Literal["mini", "tofu", "lume"] = "mini"
+    name: Literal[BENCHMARKS] = Field(  # type: ignore[valid-type]
+        "mini", description="mini = the built-in offline miniature; tofu or lume need data"
+    )
     path: str | None = Field(None, description="local folder or Hugging Face dataset id")
     # Checked here, so a misspelt split fails before any data or training work.
     split: Literal[SPLITS] = Field(  # type: ignore[valid-type]
         "forget10",
-        description="forget split (forget01, forget05, forget10); finetune: full or retainNN",
+        description="the split: a forget split (forget01, forget05, forget10) to unlearn or "
+        "evaluate; full or retainNN to finetune",
     )
 
 
@@ -53,37 +83,54 @@ class ModelConfig(_Section):
     name: str = Field(
         "tiny-llama", description="Hugging Face id or local path; tiny-llama = built-in"
     )
-    # How a question and its answer are laid out (forgetbench.modeling.PromptTemplate): auto picks
-    # TOFU's own format for TOFU's checkpoints; llama2 is the old name of tofu_llama2.
+    # llama2 is the old name of tofu_llama2.
     template: Literal[
         "auto", "question_answer", "tofu_llama2", "tofu_question_answer", "chat", "llama2"
-    ] = "auto"
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    trust_remote_code: bool = False
+    ] = Field(
+        "auto",
+        description="how a question and its answer are laid out; auto = TOFU's own format for "
+        "TOFU's checkpoints",
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="weights' dtype when loading"
+    )
+    trust_remote_code: bool = Field(
+        False, description="let a Hub model run its own code (auto_map); only for models you trust"
+    )
 
 
 class TrainConfig(_Section):
-    lr: float = Field(1e-5, gt=0, le=1.0)
-    epochs: int = Field(5, ge=1, le=10_000)
+    # The built-in miniature trains with its own tuned recipe (forgetbench.train.mini); only the
+    # train.* keys the user sets replace its values, not these LLM defaults.
+    lr: float = Field(
+        1e-5, gt=0, le=1.0, description="finetuning learning rate; the miniature's own unless set"
+    )
+    epochs: int = Field(
+        5, ge=1, le=10_000, description="finetuning epochs; the miniature's own unless set"
+    )
     batch_size: int = Field(32, ge=1, description="effective batch size")
-    per_device_batch_size: int = Field(4, ge=1)
-    weight_decay: float = Field(0.01, ge=0, le=1.0)
-    warmup_epochs: float = Field(1.0, ge=0)
+    per_device_batch_size: int = Field(4, ge=1, description="examples per forward pass")
+    weight_decay: float = Field(0.01, ge=0, le=1.0, description="AdamW weight decay")
+    warmup_epochs: float = Field(1.0, ge=0, description="linear warm-up, in epochs")
     max_length: int = Field(512, ge=8, description="tokens per prompt+answer; longer ones are cut")
     checkpoint_every: int = Field(0, ge=0, description="optimizer steps; 0 = at each epoch end")
-    lora: bool = False
-    lora_rank: int = Field(8, ge=1)
-    lora_alpha: int = Field(16, ge=1)
+    lora: bool = Field(False, description="train LoRA adapters instead of every weight")
+    lora_rank: int = Field(8, ge=1, description="LoRA rank")
+    lora_alpha: int = Field(16, ge=1, description="LoRA alpha")
 
 
 class UnlearnConfig(_Section):
-    method: Literal[METHOD_NAMES] = "grad_ascent"  # type: ignore[valid-type]
-    # None = the default for the model: TOFU's 5 epochs at 1e-5 on real LLMs, the tuned per-method
-    # table of forgetbench.train.mini for the built-in tiny models.
-    epochs: int | None = Field(None, ge=1, le=10_000)
-    lr: float | None = Field(None, gt=0, le=1.0)
+    method: MethodName = Field("grad_ascent", description="a registered unlearning method")
+    # Unset = the model's preset (forgetbench/presets: tofu.yaml for real LLMs, mini.yaml for the
+    # built-in tiny models, tuned per method).
+    epochs: int | None = Field(
+        None, ge=1, le=10_000, description="unlearning epochs; unset = the model's preset"
+    )
+    lr: float | None = Field(
+        None, gt=0, le=1.0, description="unlearning learning rate; unset = the model's preset"
+    )
     batch_size: int | None = Field(None, ge=1, description="effective batch (TOFU: 32)")
-    per_device_batch_size: int | None = Field(None, ge=1)
+    per_device_batch_size: int | None = Field(None, ge=1, description="examples per forward pass")
     snapshot_every: int = Field(
         0, ge=0, description="optimizer steps between saved trajectory models; 0 = each epoch"
     )
@@ -93,20 +140,33 @@ class UnlearnConfig(_Section):
 
 
 class EvalConfig(_Section):
-    max_new_tokens: int = Field(200, ge=1, le=8192)
-    batch_size: int = Field(16, ge=1)
-    truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = "tofu_code"
-    formats: bool = True  # the data-transformation formats, where the data has them
-    mia: bool = True  # membership inference: forget set vs its holdout split
-    mia_k: float = Field(0.4, gt=0, le=1)  # Min-K% / Min-K%++ fraction
-    lume: bool = True  # LUME tasks, where the data has them (a `lume/` folder)
+    max_new_tokens: int = Field(
+        200, ge=1, le=8192, description="new tokens per generated TOFU answer"
+    )
+    batch_size: int = Field(16, ge=1, description="questions per scoring or generation batch")
+    truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = Field(
+        "tofu_code", description="tofu_code = TOFU's code; paper = its paper's arithmetic mean"
+    )
+    formats: bool = Field(
+        True, description="the data-transformation formats, where the data has them"
+    )
+    mia: bool = Field(True, description="membership inference: forget set vs its holdout split")
+    mia_k: float = Field(0.4, gt=0, le=1, description="Min-K% / Min-K%++ fraction")
+    lume: bool = Field(True, description="LUME tasks, where the data has them (a lume/ folder)")
     # The SemEval-2025 scorer generates up to 256 new tokens per LUME prompt (its --max_new_tokens
     # default); TOFU's answers are short and keep `max_new_tokens`.
-    lume_max_new_tokens: int = Field(256, ge=1, le=8192)
-    # Utility through lm-evaluation-harness (`pip install forgetbench[lmeval]`), e.g. [mmlu].
-    lm_eval_tasks: list[str] = Field(default_factory=list)
-    lm_eval_chat_template: bool = False
-    lm_eval_include_path: str | None = None
+    lume_max_new_tokens: int = Field(
+        256, ge=1, le=8192, description="new tokens per LUME continuation"
+    )
+    lm_eval_tasks: list[str] = Field(
+        default_factory=list,
+        description="lm-evaluation-harness tasks for utility, e.g. [mmlu] "
+        "(pip install forgetbench[lmeval])",
+    )
+    lm_eval_chat_template: bool = Field(
+        False, description="apply the tokenizer's chat template in lm-eval"
+    )
+    lm_eval_include_path: str | None = Field(None, description="folder of extra lm-eval tasks")
     # TOFU's `ds_size`: its evaluation kept the first N questions of each of its four sets
     # (`select(range(min(ds_size, len)))`; 300 in its published logs, so Real Authors (100) and
     # World Facts (117) stay whole). MIA, formats and LUME are not cut.
@@ -132,15 +192,25 @@ class StudyConfig(_Section):
     """What `forgetbench run` covers: every method on every split, each evaluated along its
     trajectory (one snapshot per epoch by default)."""
 
-    methods: list[Literal[METHOD_NAMES]] = list(METHOD_NAMES)  # type: ignore[valid-type]
-    splits: list[Literal["forget01", "forget05", "forget10"]] = ["forget01", "forget05", "forget10"]
+    # In registration order (forgetbench.methods): the order of the study's rows and report.
+    methods: list[MethodName] = Field(
+        default_factory=_every_method,
+        description="unlearning methods; default: every registered one",
+    )
+    splits: list[Literal[FORGET_SPLITS]] = Field(  # type: ignore[valid-type]
+        list(FORGET_SPLITS), description="forget splits"
+    )
     # Snapshots along a trajectory get the TOFU metrics and MIA; the formats and LUME tasks, which
     # generate many more answers, run on the final model and the reference models.
-    trajectory_formats: bool = False
+    trajectory_formats: bool = Field(
+        False, description="also run the formats and LUME tasks on every trajectory snapshot"
+    )
     examples: int = Field(3, ge=0, description="forget-set generations shown per method")
-    # Retain-model logs to import per split for forget quality when the models are not ours
-    # (`--benchmark tofu --model <hub id>`), e.g. {forget10: .../ft_..._retain90_wd0}.
-    retain_logs: dict[str, str] = Field(default_factory=dict)
+    # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`).
+    retain_logs: dict[str, str] = Field(
+        default_factory=dict,
+        description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}",
+    )
     # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
     # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,
     # reference evaluations, each method's trajectory) in parallel processes of 1 thread each.
@@ -153,38 +223,54 @@ class StudyConfig(_Section):
 
 
 class RunConfig(_Section):
-    seed: int = Field(0, ge=0)
-    scale: Literal["tiny", "small", "full"] = "small"
-    out: str = "runs/forgetbench"
-    benchmark: BenchmarkConfig = BenchmarkConfig()
-    model: ModelConfig = ModelConfig()
-    train: TrainConfig = TrainConfig()
-    unlearn: UnlearnConfig = UnlearnConfig()
-    # Options of the chosen method (`method.beta=0.05`), validated against its config class.
-    method: dict[str, Any] = Field(default_factory=dict)
-    eval: EvalConfig = EvalConfig()
-    study: StudyConfig = StudyConfig()
+    seed: int = Field(0, ge=0, description="seeds data generation, training and sampling")
+    scale: Literal[SCALES] = Field(  # type: ignore[valid-type]
+        "small", description="size of the built-in miniature benchmark and its models"
+    )
+    out: str = Field("runs/forgetbench", description="output folder")
+    # Sections are built when a config is validated, not at import: the study's default methods
+    # come from the method registry, which imports torch.
+    benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    unlearn: UnlearnConfig = Field(default_factory=UnlearnConfig)
+    method: dict[str, Any] = Field(
+        default_factory=dict,
+        description="options of the chosen method (method.beta=0.05); see docs/methods.md",
+    )
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    study: StudyConfig = Field(default_factory=StudyConfig)
 
 
 def load_config(
-    path: str | Path | None = None, overrides: list[str] | tuple[str, ...] = ()
+    path: str | Path | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+    values: Mapping[str, tuple[str, Any]] | None = None,
 ) -> RunConfig:
-    """Defaults, then the YAML file, then `a.b=c` overrides (values parsed as YAML scalars)."""
+    """Defaults, then the YAML file, then `a.b=c` overrides (values parsed as YAML scalars), then
+    `values`: typed values by config key, each with the option that gave it (`{"unlearn.lr":
+    ("--lr", 1e-4)}`), so an error names what the user typed."""
     data: dict[str, Any] = {}
     if path is not None:
         data = _read_yaml(Path(path))
     for override in overrides:
         key, value = _parse_override(override)
         _set_dotted(data, key, value)
-    sources = ([str(path)] if path else []) + (["command line"] if overrides else [])
-    return validate_config(data, source=" + ".join(sources) or "defaults")
+    values = dict(values or {})
+    for key, (_, value) in values.items():
+        _set_dotted(data, key, value)
+    sources = ([str(path)] if path else []) + (["command line"] if overrides or values else [])
+    given_as = {key: option for key, (option, _) in values.items()}
+    return validate_config(data, source=" + ".join(sources) or "defaults", given_as=given_as)
 
 
-def validate_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
+def validate_config(
+    data: dict[str, Any], *, source: str = "config", given_as: Mapping[str, str] | None = None
+) -> RunConfig:
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
-        raise _one_line(exc, data, source) from None
+        raise _one_line(exc, source, given_as or {}) from None
     from forgetbench.methods.base import build_method
 
     build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
@@ -237,7 +323,7 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def _one_line(exc: ValidationError, data: dict[str, Any], source: str) -> ConfigError:
+def _one_line(exc: ValidationError, source: str, given_as: Mapping[str, str]) -> ConfigError:
     error = exc.errors()[0]
     loc = [str(p) for p in error["loc"]]
     key = ".".join(loc)
@@ -250,14 +336,26 @@ def _one_line(exc: ValidationError, data: dict[str, Any], source: str) -> Config
             f"known keys{' in ' + '.'.join(loc[:-1]) if loc[:-1] else ''}: {', '.join(known)}",
         )
     value = error.get("input")
+    # A value from a flag is named by the flag (`--lr`), not by the config key it sets.
+    option = next((o for k, o in given_as.items() if key == k or key.startswith(k + ".")), None)
+    where = f"from {option}" if option else f"in {source}"
+    if error["type"] == "unknown_method":
+        known = error["ctx"]["known"]
+        if option:  # worded as the registry's own miss, like every other unknown name
+            unknown = UnknownNameError("method", str(value), known)
+            return ConfigError(f"{option}: {unknown.what}", unknown.hint)
+        return ConfigError(
+            f"invalid value {key}={value!r} {where}{did_you_mean(str(value), known)}",
+            f"registered methods: {', '.join(sorted(known))}",
+        )
     if error["type"] == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")
         choices = [c.strip().strip("'") for c in allowed.replace(" or ", ", ").split(",")]
         return ConfigError(
-            f"invalid value {key}={value!r} in {source}{did_you_mean(str(value), choices)}",
+            f"invalid value {key}={value!r} {where}{did_you_mean(str(value), choices)}",
             f"expected {allowed}",
         )
-    return ConfigError(f"invalid value {key}={value!r} in {source}: {error['msg'].lower()}")
+    return ConfigError(f"invalid value {key}={value!r} {where}: {error['msg'].lower()}")
 
 
 def _fields_at(loc: list[str]) -> list[str]:

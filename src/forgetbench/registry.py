@@ -59,6 +59,11 @@ class Registry(Generic[T]):
         """Registered names, sorted, so listings and error messages are stable."""
         return tuple(sorted(self._entries))
 
+    def in_registration_order(self) -> tuple[str, ...]:
+        """Registered names in the order they were registered: a package that registers its
+        modules on import fixes an order (e.g. the study's rows) without a second list."""
+        return tuple(self._entries)
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 

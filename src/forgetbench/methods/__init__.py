@@ -18,8 +18,15 @@ from forgetbench.methods.base import (
     method_names,
 )
 
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+# Registration order is `method_names()`, the default study's order (its rows and report): SPEC
+# §2's methods in its order, then any other module of the package by name.
+_SPEC_ORDER = ("grad_ascent", "grad_diff", "kl", "idk", "dpo", "npo", "simnpo", "ngdiff", "rmu")
+_modules = sorted(
+    (m.name for m in pkgutil.iter_modules(__path__)),
+    key=lambda name: (_SPEC_ORDER.index(name) if name in _SPEC_ORDER else len(_SPEC_ORDER), name),
+)
+for _module in _modules:
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = [
     "METHODS",

@@ -120,6 +120,15 @@ class HiddenStateMethod(Protocol):
 
 
 @runtime_checkable
+class DepthScaledMethod(Protocol):
+    """A method (class) with options that depend on the model's depth, for models whose depth
+    its published presets (written for 7B models) do not fit: `options_for_depth(layers)`."""
+
+    @classmethod
+    def options_for_depth(cls, layers: int) -> dict[str, Any]: ...
+
+
+@runtime_checkable
 class TwoTaskMethod(Protocol):
     """A method whose update is not the gradient of one scalar (NGDiff): the engine back-propagates
     each task loss separately, asks the method to combine the two gradients into the direction
@@ -158,8 +167,10 @@ def get_method(name: str) -> type:
 
 
 def method_names() -> tuple[str, ...]:
+    """Every registered method, in registration order: forgetbench.methods imports its modules
+    in SPEC §2's order, which is the default study's and so its results' and report's."""
     _load_all()
-    return METHODS.names()
+    return METHODS.in_registration_order()
 
 
 def build_method(name: str, options: Mapping[str, Any] | None = None) -> UnlearnMethod:

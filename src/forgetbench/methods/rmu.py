@@ -238,6 +238,13 @@ class RMU:
     def required_inputs(self) -> frozenset[str]:
         return self.needs
 
+    @classmethod
+    def options_for_depth(cls, layers: int) -> dict[str, Any]:
+        """The middle block is steered, and trained with the block before (the WMDP code: block 7
+        of 32, blocks 5-7)."""
+        middle = max(0, layers // 2)
+        return {"layer": middle, "update_layers": tuple(range(max(0, middle - 1), middle + 1))}
+
     @property
     def hidden_layer(self) -> int:
         return self.layer  # type: ignore[return-value]  # filled from the preset

@@ -56,11 +56,10 @@ def resolve_method(
 
 
 def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:
-    # TOFU's unlearning recipe: 5 epochs, lr 1e-5, effective batch 32.
-    return (
-        LoopConfig(lr=1e-5, epochs=5, batch_size=32, per_device_batch_size=4, weight_decay=0.01),
-        {},
-    )
+    # TOFU's unlearning recipe (forgetbench/presets/tofu.yaml), the same for every method.
+    from forgetbench.train.presets import unlearn_preset
+
+    return unlearn_preset("tofu")
 
 
 def unlearn_command(

@@ -21,6 +21,7 @@ from forgetbench.config import TrainConfig
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
 from forgetbench.io import read_json_records
+from forgetbench.methods.base import DepthScaledMethod, get_method
 from forgetbench.modeling import (
     TINY_SIZES,
     Encoded,
@@ -30,6 +31,7 @@ from forgetbench.modeling import (
     train_tokenizer,
 )
 from forgetbench.train.loop import LoopConfig
+from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
 
 TEMPLATE = PromptTemplate("question_answer")  # the corpus writes its QA pairs in this format
@@ -290,24 +292,11 @@ def finetune_mini(
 
 
 def mini_unlearn_defaults(method: str, *, layers: int) -> tuple[LoopConfig, dict[str, object]]:
-    """Per-method defaults for the built-in tiny models (tuned on tiny scale, forget10): a ~100x
-    larger learning rate than on LLMs (1e-3 for every method but RMU, NGDiff included now that it
-    steps through AdamW), TOFU's 5 epochs, small batches because a tiny forget split has only a
-    few dozen questions. Method options are the methods' own defaults except RMU's, which are
-    tuned values, not a published preset: it keeps the `wmdp_defaults` preset's structure (train
-    the MLP down-projection, average over all real tokens and over hidden units) but steers the
-    middle block and trains it and the block before (the WMDP code: block 7 of 32, blocks 5-7),
-    with c 5 and alpha 10 (WMDP's 20 and 100 are for a 7B model's activation norms) at lr 1e-2."""
-    lr, options = 1e-3, {}
-    if method == "rmu":
-        middle = max(0, layers // 2)
-        lr = 1e-2
-        options = {
-            "layer": middle,
-            "update_layers": tuple(range(max(0, middle - 1), middle + 1)),
-            "steering_coeff": 5.0,
-            "alpha": 10.0,
-        }
-    return LoopConfig(
-        lr=lr, epochs=5, batch_size=4, per_device_batch_size=4, weight_decay=0.0
-    ), options
+    """Per-method defaults for the built-in tiny models: the `mini` preset
+    (forgetbench/presets/mini.yaml), over the options a method derives from the model's depth
+    (`DepthScaledMethod`, e.g. which blocks RMU steers)."""
+    loop, options = unlearn_preset("mini", method)
+    cls = get_method(method)
+    if isinstance(cls, DepthScaledMethod):
+        options = {**cls.options_for_depth(layers), **options}
+    return loop, options

@@ -1,0 +1,360 @@
+"""The command line as a view of the typed config (forgetbench.config).
+
+A flag is a shorthand for one config key, declared once in `FLAGS`; its type, description and
+default are the config field's. Which command reads which key, and why the others do not, is
+`UNUSED`. From these two tables come each command's argparse options, its `--help` (only what
+it reads), the refusal of what it does not read ("forgetbench eval does not use --epochs: eval
+trains nothing"), and docs/config.md (`config_reference`).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+from annotated_types import Ge, Gt, Le, Lt
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from forgetbench.config import RegisteredMethod, RunConfig
+
+# The commands that read a run config; the others (data, compare, report) take their own options.
+COMMANDS = ("config", "finetune", "unlearn", "eval", "sanity", "run", "bench")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """`--lr 1e-4` sets `unlearn.lr`; in `keys`' commands it sets another key (finetune's --lr is
+    `train.lr`). A singular flag setting a list key gives a list of one (run's --method)."""
+
+    name: str
+    key: str
+    keys: Mapping[str, str] = field(default_factory=dict)
+    # A command's own default when neither the flag nor a KEY=VALUE sets the key; it wins over a
+    # --config file, which may hold settings for other commands.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    # Where the flag means more than its field's description says.
+    help: Mapping[str, str] = field(default_factory=dict)
+    # Commands that cannot run without it; their handlers say so, after the config is checked.
+    required: tuple[str, ...] = ()
+
+    @property
+    def dest(self) -> str:
+        return self.name[2:].replace("-", "_")
+
+    def key_for(self, command: str) -> str:
+        return self.keys.get(command, self.key)
+
+
+_RUN_FOLDER = "run folder; finished stages there are reused"
+FLAGS = (
+    Flag("--scale", "scale"),
+    Flag("--benchmark", "benchmark.name"),
+    Flag("--model", "model.name", required=("eval",)),
+    Flag("--data", "benchmark.path", required=("eval",)),
+    Flag("--split", "benchmark.split", keys={"run": "study.splits"}, defaults={"finetune": "full"}),
+    Flag("--method", "unlearn.method", keys={"run": "study.methods"}),
+    Flag("--methods", "study.methods"),
+    Flag("--splits", "study.splits"),
+    Flag("--epochs", "unlearn.epochs", keys={"finetune": "train.epochs"}),
+    Flag("--lr", "unlearn.lr", keys={"finetune": "train.lr"}),
+    Flag("--seed", "seed"),
+    Flag(
+        "--out",
+        "out",
+        required=("finetune", "unlearn", "eval", "bench"),
+        help={
+            "finetune": _RUN_FOLDER,
+            "unlearn": _RUN_FOLDER,
+            "eval": "folder for the per-question logs and the summary",
+            "sanity": "run folder (default: runs/sanity-SCALE)",
+            "bench": "scratch run folder",
+        },
+    ),
+)
+
+# What each command does not read, by config key or section (the longest match wins), with the
+# reason given when the command line sets it anyway, as a flag or a KEY=VALUE. A --config file
+# may hold settings for several commands, so only the command line is checked. READ marks a key
+# read inside a section that is not.
+READ = None
+_NO_UNLEARNING = "it runs no unlearning"
+_STUDY = "study.* is for 'forgetbench run'"
+UNUSED: dict[str, dict[str, str | None]] = {
+    "config": {},
+    "finetune": {
+        "unlearn.method": "finetune trains on one split; methods are for 'forgetbench unlearn'",
+        "study.methods": "finetune trains on one split; methods are for 'forgetbench run'",
+        "study.splits": "finetune trains on one split: use --split",
+        "unlearn": "finetune runs no unlearning (unlearn.* is for 'unlearn' and 'run')",
+        "method": "finetune runs no unlearning (method.* is for 'unlearn' and 'run')",
+        "study": _STUDY,
+        "eval": "finetune evaluates nothing (eval.* is for 'eval', 'sanity' and 'run')",
+    },
+    "unlearn": {
+        "study.methods": "unlearn runs one method: use --method (or 'forgetbench run --methods')",
+        "study.splits": "unlearn runs on one split: use --split (or 'forgetbench run --splits')",
+        "study": _STUDY,
+        "eval": "unlearn evaluates nothing (eval.* is for 'eval', 'sanity' and 'run')",
+    },
+    "eval": {
+        "scale": "eval scores the given --model and trains nothing",
+        "seed": "eval is deterministic (greedy generation) and trains nothing",
+        "unlearn.method": "eval scores the given --model; " + _NO_UNLEARNING,
+        "study.methods": "eval scores the given --model; " + _NO_UNLEARNING,
+        "study.splits": "eval scores one split: use --split",
+        "unlearn.epochs": "eval trains nothing",
+        "unlearn.lr": "eval trains nothing",
+        "train": "eval trains nothing",
+        "train.max_length": READ,
+        "unlearn": "eval " + _NO_UNLEARNING,
+        "method": "eval " + _NO_UNLEARNING,
+        "study": _STUDY,
+    },
+    "sanity": {
+        "model.name": "sanity trains its own models at --scale (TOFU appendix E)",
+        "benchmark.path": "sanity generates its own miniature data at --scale",
+        "benchmark.split": "sanity's checks are defined on forget10",
+        "unlearn.method": "sanity " + _NO_UNLEARNING,
+        "study.methods": "sanity " + _NO_UNLEARNING,
+        "study.splits": "sanity's checks are defined on forget10",
+        "unlearn.epochs": "sanity trains with the miniature's fixed recipe",
+        "unlearn.lr": "sanity trains with the miniature's fixed recipe",
+        "benchmark": "sanity runs on the built-in miniature benchmark",
+        "model": "sanity trains its own models at --scale",
+        "train": "sanity trains with the miniature's fixed recipe",
+        "unlearn": "sanity " + _NO_UNLEARNING,
+        "method": "sanity " + _NO_UNLEARNING,
+        "study": _STUDY,
+    },
+    "run": {
+        "benchmark.split": "a study covers study.splits: use --splits",
+        "unlearn.method": "a study runs study.methods: use --methods",
+    },
+    "bench": {
+        "benchmark.name": "bench times the TOFU-layout path",
+        "unlearn.method": "bench " + _NO_UNLEARNING,
+        "study.methods": "bench " + _NO_UNLEARNING,
+        "study.splits": "bench times one split: use --split (bench eval)",
+        "unlearn.epochs": "bench times the miniature's fixed recipe",
+        "unlearn.lr": "bench times the miniature's fixed recipe",
+        "train": "bench times the miniature's fixed recipe",
+        "unlearn": "bench " + _NO_UNLEARNING,
+        "method": "bench " + _NO_UNLEARNING,
+        "study": _STUDY,
+    },
+    # `bench train` times generate, pretrain, finetune and retain90 of the miniature at --scale.
+    "bench train": {
+        "model": "bench train times the built-in miniature's training",
+        "benchmark.path": "bench train times the built-in miniature's training",
+        "benchmark.split": "bench train times the full and retain90 stages",
+        "eval": "bench train evaluates with its own fixed settings",
+    },
+}
+# Read only by the built-in miniature: refused when the model is the user's (--model, --data or
+# another benchmark).
+UNUSED_WITH_A_MODEL: dict[str, dict[str, str | None]] = {
+    "finetune": {"scale": "it sizes the built-in miniature; the model is --model"},
+    "bench": {
+        "scale": "it sizes the built-in miniature; the model is --model",
+        "seed": "bench eval of a given --model trains nothing",
+    },
+    **{
+        command: {
+            "scale": "it sizes the built-in miniature; the model is --model",
+            "train": "the given model is not finetuned",
+            "train.max_length": READ,
+        }
+        for command in ("unlearn", "run")
+    },
+}
+
+
+def unused_reason(unused: Mapping[str, str | None], key: str) -> str | None:
+    """Why `key` is not read, from the longest entry of `unused` that is it or a section of it."""
+    matches = [name for name in unused if key == name or key.startswith(name + ".")]
+    return unused[max(matches, key=len)] if matches else None
+
+
+def field_at(key: str) -> FieldInfo:
+    model: type[BaseModel] = RunConfig
+    *sections, name = key.split(".")
+    for section in sections:
+        model = model.model_fields[section].annotation  # type: ignore[assignment]
+    return model.model_fields[name]
+
+
+def _is_list(info: FieldInfo) -> bool:
+    return typing.get_origin(info.annotation) is list
+
+
+def _item_type(info: FieldInfo) -> Any:
+    """The type of one value: a list's item, or the field's type without `| None`."""
+    annotation = info.annotation
+    if _is_list(info):
+        return typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
+
+
+def _choices(annotation: Any) -> tuple[str, ...]:
+    return typing.get_args(annotation) if typing.get_origin(annotation) is Literal else ()
+
+
+def _is_method_name(annotation: Any) -> bool:
+    # On a field pydantic moves the marker into the FieldInfo's metadata; inside a list it stays
+    # on the Annotated item type.
+    if isinstance(annotation, FieldInfo):
+        extras = annotation.metadata
+    else:
+        extras = getattr(annotation, "__metadata__", ())
+    return any(isinstance(extra, RegisteredMethod) for extra in extras)
+
+
+def comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def flag_type(flag: Flag) -> Callable[[str], Any]:
+    """How argparse turns the flag's text into a typed value: by its own key's field, so run's
+    --method is one name, as elsewhere, and becomes a list of one afterwards."""
+    info = field_at(flag.key)
+    if _is_list(info):
+        return comma_list
+    item = _item_type(info)
+    return item if item in (int, float) else str
+
+
+def flag_value(flag: Flag, command: str, value: Any) -> Any:
+    """The typed value for the key the flag sets in `command`."""
+    own_list = _is_list(field_at(flag.key))
+    return [value] if _is_list(field_at(flag.key_for(command))) and not own_list else value
+
+
+def flag_metavar(flag: Flag, command: str) -> str:
+    info = field_at(flag.key_for(command))
+    item = _item_type(info)
+    if _is_method_name(info) or _is_method_name(item):
+        one = "METHOD"
+    else:
+        choices = _choices(item)
+        one = "{" + ",".join(choices) + "}" if choices else ""
+    if _is_list(field_at(flag.key)):
+        return f"{one}[,...]"
+    return one or flag.dest.upper()
+
+
+def flag_help(flag: Flag, command: str) -> str:
+    key = flag.key_for(command)
+    info = field_at(key)
+    one_of_a_list = _is_list(info) and not _is_list(field_at(flag.key))
+    if command in flag.help:
+        text = flag.help[command]
+    elif one_of_a_list:
+        plural = next(f.name for f in FLAGS if f.key == key)
+        text = f"same as {plural} with one name"
+    else:
+        text = info.description or key
+    if command in flag.required:
+        return f"{text} (required)"
+    if command in flag.defaults:
+        return f"{text} (default: {flag.defaults[command]})"
+    default = info.default
+    if command in flag.help or one_of_a_list or default is None or info.default_factory:
+        return text
+    return f"{text} (default: {','.join(default) if isinstance(default, list) else default})"
+
+
+# --- docs/config.md -----------------------------------------------------------------------------
+
+DOCS_COMMAND = "python -m forgetbench.options > docs/config.md"
+
+
+def config_reference() -> str:
+    """docs/config.md: every config key with its type, default and description, from the models
+    (tests/test_options.py fails when the file is out of date)."""
+    lines = [
+        "# Configuration reference",
+        "",
+        f"Generated from `forgetbench.config` by `{DOCS_COMMAND}`; do not edit by hand.",
+        "A run config is YAML with these keys (`forgetbench config --schema` prints its JSON",
+        "schema); `KEY=VALUE` on the command line overrides one, and the flags are shorthands.",
+        "A method's own options are `method.<option>` (docs/methods.md).",
+        "",
+        "| key | flag | type | default | description |",
+        "|---|---|---|---|---|",
+    ]
+    flags: dict[str, list[str]] = {}
+    for flag in FLAGS:
+        flags.setdefault(flag.key, []).append(flag.name)
+        for command, key in flag.keys.items():
+            flags.setdefault(key, []).append(f"{flag.name} ({command})")
+    for key, info in _fields(RunConfig):
+        cells = [
+            f"`{key}`",
+            ", ".join(f"`{f}`" for f in flags.get(key, [])),
+            _type_name(info),
+            _default(info),
+            info.description or "",
+        ]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fields(model: type[BaseModel], prefix: str = "") -> list[tuple[str, FieldInfo]]:
+    rows = []
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            rows += _fields(annotation, f"{prefix}{name}.")
+        else:
+            rows.append((prefix + name, info))
+    return rows
+
+
+def _type_name(info: FieldInfo) -> str:
+    def name(annotation: Any) -> str:
+        if _is_method_name(annotation):
+            return "method name"
+        if choices := _choices(annotation):
+            return ", ".join(choices[:-1]) + " or " + choices[-1]
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+        if origin is list:
+            item = name(args[0])
+            return "list of method names" if item == "method name" else f"list of {item}"
+        if origin is dict:
+            return "mapping" if args[1] is Any else f"mapping of {name(args[0])} to {name(args[1])}"
+        if origin in (typing.Union, types.UnionType):
+            return " or ".join("unset" if a is type(None) else name(a) for a in args)
+        return getattr(annotation, "__name__", str(annotation))
+
+    bounds = {Ge: (">=", "ge"), Gt: (">", "gt"), Le: ("<=", "le"), Lt: ("<", "lt")}
+    ranges = [
+        f"{sign} {getattr(m, attr)}"
+        for m in info.metadata
+        for kind, (sign, attr) in bounds.items()
+        if isinstance(m, kind)
+    ]
+    kind = "method name" if _is_method_name(info) else name(info.annotation)
+    return kind + (f", {', '.join(ranges)}" if ranges else "")
+
+
+def _default(info: FieldInfo) -> str:
+    value = info.default_factory() if info.default_factory else info.default  # type: ignore[call-arg]
+    if value is None:
+        return "unset"
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=1000)
+        .strip()
+        .removesuffix("...")
+        .strip()
+    )
+
+
+if __name__ == "__main__":
+    print(config_reference(), end="")

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Hermetic by default: every stage stays in its test's folder, never in the user's shared cache
+# (set before any fixture or worker process starts). tests/test_cache.py turns it on in tmp.
+os.environ["FORGETBENCH_CACHE"] = "off"
 
 
 def _shared_data() -> Path:

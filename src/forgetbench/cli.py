@@ -205,6 +205,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     generate.set_defaults(handler=_data_generate, output=("out", "--out"))
 
+    cache = command(
+        "cache", _cache_without_action, "the stages every output folder shares (FORGETBENCH_CACHE)"
+    )
+    cache_commands = cache.add_subparsers(
+        title="cache commands", metavar="ACTION", parser_class=_Parser
+    )
+    for action, handler, help_text in (
+        ("list", _cache_list, "every cached stage with its size"),
+        ("clear", _cache_clear, "delete every cached stage no run is using"),
+    ):
+        sub = cache_commands.add_parser(action, help=help_text, description=help_text)
+        sub.add_argument("--json", action="store_true")
+        _debug_option(sub)
+        sub.set_defaults(handler=handler)
+
     compare = command(
         "compare", _compare, "TOFU scores of a candidate log against a retain model's log"
     )
@@ -417,6 +432,52 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _cache_without_action(args: argparse.Namespace) -> dict[str, Any]:
+    raise _UsageError("forgetbench cache: missing action", "try 'forgetbench cache list'")
+
+
+def _cache_folder() -> Path:
+    from forgetbench.cache import CACHE_ENV, cache_root
+
+    root = cache_root()
+    if root is None:
+        raise _UsageError(
+            f"the shared cache is off ({CACHE_ENV}={os.environ.get(CACHE_ENV)!r})",
+            f"unset {CACHE_ENV} or point it at a folder",
+        )
+    return root
+
+
+def _cache_list(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.cache import entries
+    from forgetbench.report.console import print_rows
+
+    root = _cache_folder()
+    found = entries(root)
+    total = sum(int(e["bytes"]) for e in found)  # type: ignore[call-overload]
+    if not args.json:
+        rows = [
+            {"kind": e["kind"], "name": e["name"], "MiB": f"{int(e['bytes']) / 2**20:.1f}",  # type: ignore[call-overload]
+             "in use": "yes" if e["in_use"] else ""}
+            for e in found
+        ]  # fmt: skip
+        print_rows(rows, title=f"forgetbench cache: {root}")
+        print(f"{len(found)} entries, {total / 2**20:.1f} MiB")
+    return {"cache": str(root), "entries": found, "bytes": total}
+
+
+def _cache_clear(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.cache import clear
+
+    root = _cache_folder()
+    removed, freed, kept = clear(root) if root.is_dir() else (0, 0, [])
+    if not args.json:
+        print(f"removed {removed} entries ({freed / 2**20:.1f} MiB) from {root}")
+        for name in kept:
+            print(f"kept {name}: a run is using it", file=sys.stderr)
+    return {"cache": str(root), "removed": removed, "bytes": freed, "kept": kept}
+
+
 def _data_without_action(args: argparse.Namespace) -> dict[str, Any]:
     raise _UsageError("forgetbench data: missing action", "try 'forgetbench data stats'")
 
@@ -588,7 +649,7 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     scores = evaluate_cached(
         args.model, study, split=config.benchmark.split, options=config.eval, folder=out,
-        model=config.model, info=info, extend=extend,
+        model=config.model, info=info, extend=extend, shared=False,
     ).scores  # fmt: skip
     summary = {"scores": scores, "out": str(out), **info}
     if not args.json:

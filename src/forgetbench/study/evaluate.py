@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forgetbench.cache import shared_entry
 from forgetbench.config import EvalConfig, ModelConfig
 from forgetbench.data.logs import EvalLog
 from forgetbench.study.resolve import Study
@@ -35,17 +36,34 @@ def evaluate_cached(
     model: ModelConfig | None = None,
     info: dict[str, Any] | None = None,
     extend: Extension | None = None,
+    shared: bool = True,
 ) -> Evaluated:
-    from forgetbench.eval.runner import (
-        cached_evaluation,
-        evaluate_model,
-        evaluation_key,
-        write_evaluation,
-    )
-    from forgetbench.modeling import load_model
+    """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
+    user names and owns); otherwise it is a link to the shared cache's entry of the same key."""
+    from forgetbench.eval.runner import evaluation_key
 
     model = model or ModelConfig()
     key = evaluation_key(model_dir, study.data, split, options, study.benchmark)
+    if not shared:
+        return _evaluate(model_dir, study, split, options, folder, key, model, info, extend)
+    with shared_entry(folder, kind="evaluations", name=key):
+        return _evaluate(model_dir, study, split, options, folder, key, model, info, extend)
+
+
+def _evaluate(
+    model_dir: str | Path,
+    study: Study,
+    split: str,
+    options: EvalConfig,
+    folder: Path,
+    key: str,
+    model: ModelConfig,
+    info: dict[str, Any] | None,
+    extend: Extension | None,
+) -> Evaluated:
+    from forgetbench.eval.runner import cached_evaluation, evaluate_model, write_evaluation
+    from forgetbench.modeling import load_model
+
     cached = cached_evaluation(folder, key)
     if cached is not None:
         return Evaluated(cached[0], cached[1], folder)

@@ -51,11 +51,18 @@ class Miniature:
     @cached_property
     def data(self) -> Path:
         from forgetbench.benchmarks.mini import generate_mini
+        from forgetbench.benchmarks.mini.generate import GENERATOR_VERSION
+        from forgetbench.cache import shared_entry
 
         started = time.perf_counter()
-        generate_mini(self.out / "data", scale=self.scale, seed=self.seed)
+        folder = self.out / "data"
+        # generate_mini checks every file against the manifest it computes, so an entry of an
+        # older generator with the same version string would be rewritten, not trusted.
+        name = f"mini-{self.scale}-seed{self.seed}-v{GENERATOR_VERSION}"
+        with shared_entry(folder, kind="data", name=name):
+            generate_mini(folder, scale=self.scale, seed=self.seed)
         self.timings["data"] = time.perf_counter() - started
-        return self.out / "data"
+        return folder
 
     @cached_property
     def base(self) -> Any:  # StageResult

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
+import shutil
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from forgetbench.cache import shared_entry
 from forgetbench.config import TrainConfig
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
@@ -132,11 +135,18 @@ def build_tokenizer(run_dir: Path, data_dir: Path, *, scale: str) -> Path:
         texts.append(f"{record.question} {record.answer}")
     digest = hashlib.sha256(json.dumps([scale, texts]).encode()).hexdigest()[:16]
     folder = run_dir / "models" / f"tokenizer-{digest}"
-    if not (folder / "tokenizer.json").is_file():
-        tokenizer = train_tokenizer(texts, vocab_size=TINY_SIZES[scale].vocab)
-        tmp = folder.with_name(folder.name + ".tmp")
-        tokenizer.save_pretrained(tmp)
-        tmp.rename(folder)
+    with shared_entry(folder, kind="models", name=folder.name):
+        if not (folder / "tokenizer.json").is_file():
+            tokenizer = train_tokenizer(texts, vocab_size=TINY_SIZES[scale].vocab)
+            tmp = run_dir / "models" / f".{folder.name}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tokenizer.save_pretrained(tmp)
+            # File by file into `folder` (a cache entry may already exist as an empty folder),
+            # tokenizer.json last: its presence means the tokenizer is complete.
+            folder.mkdir(parents=True, exist_ok=True)
+            for file in sorted(tmp.iterdir(), key=lambda f: f.name == "tokenizer.json"):
+                os.replace(file, folder / file.name)
+            tmp.rmdir()
     return folder
 
 

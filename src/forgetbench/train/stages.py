@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
+from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
@@ -136,6 +137,28 @@ def run_stage(
     parent_id = model_fingerprint(Path(parent)) if Path(parent).exists() else str(parent)
     key = stage_key(name=name, examples=examples, config=config, parent=parent_id, lora=lora)
     folder = Path(run_dir) / "models" / f"{name}-{key}"
+    with shared_entry(folder, kind="models", name=folder.name):
+        return _train_stage(
+            folder, name=name, key=key, parent=parent, parent_id=parent_id, examples=examples,
+            config=config, lora=lora, progress=progress, parent_model=parent_model,
+            trust_remote_code=trust_remote_code,
+        )  # fmt: skip
+
+
+def _train_stage(
+    folder: Path,
+    *,
+    name: str,
+    key: str,
+    parent: str | Path,
+    parent_id: str,
+    examples: Sequence[Encoded],
+    config: LoopConfig,
+    lora: dict[str, Any] | None,
+    progress: bool,
+    parent_model: Any,
+    trust_remote_code: bool,
+) -> StageResult:
     record = folder / STAGE_FILE
     info = reuse_finished(folder, STAGE_FILE, required=("losses", "seconds"))
     if info is not None:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from forgetbench import __version__
+from forgetbench.cache import shared_entry
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
     HiddenStateMethod,
@@ -300,91 +301,94 @@ def run_unlearning(
         method, config, model_fingerprint(Path(model_dir)), (i for e in plan for i in e)
     )
     folder = Path(run_dir) / "unlearn" / f"{method.name}-{split}-{key}"
-    record = folder / UNLEARN_FILE
-    info = reuse_finished(folder, UNLEARN_FILE, required=("snapshots", "losses", "seconds"))
-    if info is not None:
-        snapshots = [(s, folder / p) for s, p in info["snapshots"]]
-        return UnlearnResult(folder / "model", snapshots, info["losses"], info["seconds"], True)
+    # The start model's snapshot is whatever folder this run was given, not the one recorded.
+    start = (0, Path(model_dir))
+    with shared_entry(folder, kind="unlearn", name=folder.name):
+        record = folder / UNLEARN_FILE
+        info = reuse_finished(folder, UNLEARN_FILE, required=("snapshots", "losses", "seconds"))
+        if info is not None:
+            snapshots = [start] + [(s, folder / p) for s, p in info["snapshots"] if s != 0]
+            return UnlearnResult(folder / "model", snapshots, info["losses"], info["seconds"], True)
 
-    needs = set(method.required_inputs())
-    plan = with_reference_logps(
-        model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
-    )
-    frozen = None
-    if needs & _FROZEN_MODEL_FIELDS:
-        frozen = copy.deepcopy(model).eval()
-        frozen.requires_grad_(False)
-    constants = method.prepare(model) if isinstance(method, PreparedMethod) else {}
-    if isinstance(method, SelectiveMethod):
-        method.select_trainable(model)
+        needs = set(method.required_inputs())
+        plan = with_reference_logps(
+            model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
+        )
+        frozen = None
+        if needs & _FROZEN_MODEL_FIELDS:
+            frozen = copy.deepcopy(model).eval()
+            frozen.requires_grad_(False)
+        constants = method.prepare(model) if isinstance(method, PreparedMethod) else {}
+        if isinstance(method, SelectiveMethod):
+            method.select_trainable(model)
 
-    from accelerate import PartialState
+        from accelerate import PartialState
 
-    state = PartialState()
-    steps_per_epoch = -(-len(plan[0]) // config.batch_size)
-    every = snapshot_every or steps_per_epoch
+        state = PartialState()
+        steps_per_epoch = -(-len(plan[0]) // config.batch_size)
+        every = snapshot_every or steps_per_epoch
 
-    def snapshot(step: int, current: Any) -> None:
-        if step % every == 0 and state.is_main_process:
-            save_model(
-                getattr(current, "module", current),
-                tokenizer,
-                folder / "snapshots" / f"step-{step}",
+        def snapshot(step: int, current: Any) -> None:
+            if step % every == 0 and state.is_main_process:
+                save_model(
+                    getattr(current, "module", current),
+                    tokenizer,
+                    folder / "snapshots" / f"step-{step}",
+                )
+
+        started = time.perf_counter()
+        loss = MethodLoss(method, frozen=frozen, constants=constants)
+        # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
+        # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
+        hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
+        try:
+            result = train_loop(
+                model,
+                lambda epoch: plan[epoch],
+                loss_fn=None if hook else loss,
+                step_hook=hook,
+                collate_fn=lambda batch: collate_items(batch, pad_id=tokenizer.pad_token_id),
+                config=config,
+                out_dir=folder / "work",
+                progress=progress,
+                on_step=snapshot,
             )
-
-    started = time.perf_counter()
-    loss = MethodLoss(method, frozen=frozen, constants=constants)
-    # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
-    # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
-    hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
-    try:
-        result = train_loop(
+        except NonFiniteLoss as exc:
+            checkpoint = folder / "work" / CHECKPOINT_DIR
+            last = (
+                f"the last good checkpoint is {checkpoint}"
+                if checkpoint.is_dir()
+                else "no checkpoint was written yet"
+            )
+            raise NonFiniteLoss(
+                f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
+            ) from None
+        seconds = time.perf_counter() - started
+        model.requires_grad_(True)
+        # Read the snapshots back from disk: after a resume, steps saved before the kill count too.
+        snapshots = [start] + sorted(
+            (int(p.name.removeprefix("step-")), p) for p in (folder / "snapshots").glob("step-*")
+        )
+        if snapshots[-1][0] != result.steps:
+            snapshots.append((result.steps, folder / "model"))
+        publish_model(
+            folder,
             model,
-            lambda epoch: plan[epoch],
-            loss_fn=None if hook else loss,
-            step_hook=hook,
-            collate_fn=lambda batch: collate_items(batch, pad_id=tokenizer.pad_token_id),
-            config=config,
-            out_dir=folder / "work",
-            progress=progress,
-            on_step=snapshot,
+            tokenizer,
+            record=record,
+            payload={
+                "method": method.name,
+                "options": asdict(method),  # type: ignore[call-overload]
+                "split": split,
+                "parent": str(model_dir),
+                "config": asdict(config),
+                "losses": result.losses,
+                "snapshots": [
+                    (s, str(p.relative_to(folder)) if p.is_relative_to(folder) else str(p))
+                    for s, p in snapshots
+                ],
+                "seconds": seconds,
+                "forgetbench": __version__,
+            },
         )
-    except NonFiniteLoss as exc:
-        checkpoint = folder / "work" / CHECKPOINT_DIR
-        last = (
-            f"the last good checkpoint is {checkpoint}"
-            if checkpoint.is_dir()
-            else "no checkpoint was written yet"
-        )
-        raise NonFiniteLoss(
-            f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
-        ) from None
-    seconds = time.perf_counter() - started
-    model.requires_grad_(True)
-    # Read the snapshots back from disk: after a resume, steps saved before the kill count too.
-    snapshots = [(0, Path(model_dir))] + sorted(
-        (int(p.name.removeprefix("step-")), p) for p in (folder / "snapshots").glob("step-*")
-    )
-    if snapshots[-1][0] != result.steps:
-        snapshots.append((result.steps, folder / "model"))
-    publish_model(
-        folder,
-        model,
-        tokenizer,
-        record=record,
-        payload={
-            "method": method.name,
-            "options": asdict(method),  # type: ignore[call-overload]
-            "split": split,
-            "parent": str(model_dir),
-            "config": asdict(config),
-            "losses": result.losses,
-            "snapshots": [
-                (s, str(p.relative_to(folder)) if p.is_relative_to(folder) else str(p))
-                for s, p in snapshots
-            ],
-            "seconds": seconds,
-            "forgetbench": __version__,
-        },
-    )
-    return UnlearnResult(folder / "model", snapshots, result.losses, seconds, False)
+        return UnlearnResult(folder / "model", snapshots, result.losses, seconds, False)

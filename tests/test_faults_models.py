@@ -237,16 +237,16 @@ def test_a_remote_code_model_with_trust_gets_past_the_check(world, tmp_path) -> 
     ("bad", "kind"), [(float("nan"), "NaN"), (float("inf"), "NaN"), (float("-inf"), "inf")]
 )
 def test_token_statistics_refuse_non_finite_log_probs(bad: float, kind: str) -> None:
-    from forgetbench.eval.outputs import _token_statistics
+    from forgetbench.eval.outputs.statistics import token_statistics
 
     logits = torch.zeros(2, 3, 5)  # (R, T, V)
     labels = torch.tensor([[1, 2, 3], [4, 0, 0]])
     mask = torch.tensor([[True, True, True], [True, False, False]])
-    _token_statistics(logits, labels, mask)  # finite: fine
+    token_statistics(logits, labels, mask)  # finite: fine
     logits[0, 1, 2] = bad  # the logit of a scored answer token
     with pytest.raises(ModelError, match=rf"produces non-finite log-probabilities \({kind}\)"):
-        _token_statistics(logits, labels, mask)
+        token_statistics(logits, labels, mask)
     # Damage outside the answer tokens (prompt or padding) is not scored and not an error.
     logits = torch.zeros(2, 3, 5)
     logits[1, 2, :] = float("nan")
-    _token_statistics(logits, labels, mask)
+    token_statistics(logits, labels, mask)

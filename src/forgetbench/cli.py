@@ -577,8 +577,8 @@ def _unlearn(args: argparse.Namespace) -> dict[str, Any]:
 
 def _eval(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.data.logs import read_eval_log
-    from forgetbench.eval.lume_eval import lume_final_scores
     from forgetbench.eval.runner import SUMMARY_NAME, relative_scores
+    from forgetbench.eval.tasks.lume import lume_final_scores
     from forgetbench.io import read_json
     from forgetbench.metrics import METRICS
     from forgetbench.modeling import load_tokenizer, resolve_template
@@ -766,8 +766,8 @@ def _bench(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
-    """Time `evaluate_tofu` against the naive reference on one model: a given one (--model and
-    --data), or the built-in study's finetuned model at --scale, trained in --out or reused."""
+    """Time the fast evaluation backend against the naive one on one model: a given one (--model
+    and --data), or the built-in study's finetuned model at --scale, trained in --out or reused."""
     from forgetbench.eval.bench import PathsDiffer, bench_evaluation
     from forgetbench.eval.tofu_eval import tofu_eval_sets
     from forgetbench.io import atomic_write_json

@@ -1,4 +1,4 @@
-"""Models, tokenizers and prompt templates. With `eval/outputs.py`, the only code that calls a model.
+"""Models, tokenizers and prompt templates. With `eval/outputs/`, the only code that calls a model.
 
 Any Hugging Face causal LM loads by id or path (safetensors only; `trust_remote_code` only when
 asked). The offline default is a small Llama-architecture model built from a config with a BPE

@@ -16,12 +16,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 from forgetbench.data.logs import EvalLog, write_eval_log  # noqa: E402
+from forgetbench.eval.backend import FastBackend  # noqa: E402
 from forgetbench.eval.distributed import process_layout  # noqa: E402
-from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets  # noqa: E402
+from forgetbench.eval.tasks.tofu import evaluate_tofu  # noqa: E402
+from forgetbench.eval.tofu_eval import tofu_eval_sets  # noqa: E402
 from forgetbench.modeling import PromptTemplate, load_model  # noqa: E402
 
+OPTIONS = {"max_new_tokens": 8, "max_length": 256}
 # Small batches, so every shard runs several of them and sorting by length matters.
-OPTIONS = {"max_new_tokens": 8, "batch_size": 4, "max_length": 256}
+BATCH_SIZE = 4
 
 
 def evaluate(model_dir: str | Path, data_dir: str | Path, questions: int) -> EvalLog:
@@ -29,7 +32,8 @@ def evaluate(model_dir: str | Path, data_dir: str | Path, questions: int) -> Eva
     sets = {
         name: records[:questions] for name, records in tofu_eval_sets(data_dir, "forget10").items()
     }
-    return evaluate_tofu(model, tokenizer, PromptTemplate("question_answer"), sets, **OPTIONS)
+    backend = FastBackend(model, tokenizer, batch_size=BATCH_SIZE)
+    return evaluate_tofu(backend, tokenizer, PromptTemplate("question_answer"), sets, **OPTIONS)
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from forgetbench.eval.outputs import AnswerScore
-from forgetbench.eval.privacy_eval import attack_scores
+from forgetbench.eval.tasks.mia import attack_scores
 
 
 def _score(logps):

@@ -1,5 +1,6 @@
-"""`forgetbench bench eval`: the naive reference and `evaluate_tofu` must write the same log (the
-real check of the fast scorer); the command reports its numbers as JSON. No timing assertions."""
+"""`forgetbench bench eval`: the TOFU task answered by the naive and by the fast backend must write
+the same log (the real check of the fast scorer); the command reports its numbers as JSON. No
+timing assertions."""
 
 import json
 from pathlib import Path
@@ -9,9 +10,10 @@ import pytest
 from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.cli import main
 from forgetbench.data.logs import EvalLog, SetLog
-from forgetbench.eval import bench
-from forgetbench.eval.bench import bench_evaluation, compare_logs, evaluate_tofu_naive
-from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets
+from forgetbench.eval.backend import FastBackend, NaiveBackend
+from forgetbench.eval.bench import bench_evaluation, compare_logs
+from forgetbench.eval.tasks.tofu import evaluate_tofu
+from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.modeling import PromptTemplate, build_tiny_model, save_model
 from toy import toy_tokenizer
 
@@ -44,8 +46,9 @@ def study(tmp_path_factory):
 def test_naive_and_fast_paths_write_the_same_log(study):
     model, tokenizer, _, _, sets = study
     options = {"max_new_tokens": 8, "max_length": 256}
-    fast = evaluate_tofu(model, tokenizer, TEMPLATE, sets, batch_size=4, **options)
-    naive = evaluate_tofu_naive(model, tokenizer, TEMPLATE, sets, **options)
+    fast = evaluate_tofu(FastBackend(model, tokenizer, batch_size=4), tokenizer, TEMPLATE, sets,
+                         **options)  # fmt: skip
+    naive = evaluate_tofu(NaiveBackend(model, tokenizer), tokenizer, TEMPLATE, sets, **options)
     diff = compare_logs(fast, naive)
     assert diff.identical, diff.mismatches[:5]
     assert 0 < diff.max_abs <= 1e-5  # different kernels: equal to float rounding, not bit-equal
@@ -150,12 +153,12 @@ def test_cli_prints_the_report_as_json(study, tmp_path, capsys):
 
 
 def test_cli_fails_in_one_line_when_the_paths_disagree(study, tmp_path, capsys, monkeypatch):
-    real = bench.greedy_generate  # the naive path's binding only; evaluate_tofu has its own
+    real = NaiveBackend.generate
 
-    def off_by_one_word(*args, **kwargs):
-        return [text + " extra" for text in real(*args, **kwargs)]
+    def off_by_one_word(self, requests):
+        return [text + " extra" for text in real(self, requests)]
 
-    monkeypatch.setattr(bench, "greedy_generate", off_by_one_word)
+    monkeypatch.setattr(NaiveBackend, "generate", off_by_one_word)
     assert main(_bench_argv(study, tmp_path)) == 1
     captured = capsys.readouterr()
     err = captured.err.strip()

@@ -9,7 +9,9 @@ import torch
 
 from forgetbench.data.lume import load_mia_documents
 from forgetbench.errors import DataError
-from forgetbench.eval.privacy_eval import evaluate_document_mia
+from forgetbench.eval.backend import FastBackend
+from forgetbench.eval.tasks import run_task
+from forgetbench.eval.tasks.mia import document_membership
 from forgetbench.modeling import build_tiny_model
 from toy import toy_qa, toy_tokenizer
 
@@ -37,7 +39,9 @@ def test_document_loss_attack_is_minus_the_language_model_loss(opening):
     if opening == "none":
         assert tokenizer(MEMBERS[0])["input_ids"][0] != tokenizer.bos_token_id
     model = build_tiny_model(toy_tokenizer(), seed=3).eval()
-    scores, log = evaluate_document_mia(MEMBERS, NONMEMBERS, model, tokenizer, batch_size=3)
+    task = document_membership(MEMBERS, NONMEMBERS)
+    result = run_task(task, FastBackend(model, tokenizer, batch_size=3))
+    scores, log = result.scores, result.items
     expected = [-_hf_loss(model, tokenizer, d) for d in [*MEMBERS, *NONMEMBERS]]
     assert [row["loss"] for row in log] == pytest.approx(expected, abs=1e-5)
     assert [row["member"] for row in log] == [True] * 4 + [False] * 2

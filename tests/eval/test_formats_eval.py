@@ -6,7 +6,9 @@ import math
 import pytest
 import torch
 
-from forgetbench.eval.formats_eval import score_cloze, score_multiple_choice
+from forgetbench.eval.backend import FastBackend
+from forgetbench.eval.tasks import run_task
+from forgetbench.eval.tasks.formats import FormatsTask
 from forgetbench.modeling import PromptTemplate, build_tiny_model
 from forgetbench.records import ClozeRecord, MCRecord
 from toy import toy_tokenizer
@@ -18,6 +20,11 @@ TEMPLATE = PromptTemplate("question_answer")
 def model_and_tokenizer():
     tokenizer = toy_tokenizer()
     return build_tiny_model(tokenizer, seed=3).eval(), tokenizer
+
+
+def _items(subset, records, model, tokenizer, *, batch_size):
+    task = FormatsTask({subset: records}, TEMPLATE, tokenizer, max_new_tokens=8)
+    return run_task(task, FastBackend(model, tokenizer, batch_size=batch_size)).items[subset]
 
 
 def _letter_id(tokenizer, letter):
@@ -39,7 +46,7 @@ def test_multiple_choice_compares_only_the_letters_offered(model_and_tokenizer):
             ("Oslo", "Lima", "Riga"),
             2,
         )
-        items = score_multiple_choice([two, three], model, tokenizer, TEMPLATE, batch_size=4)
+        items = _items("mcqa/forget", [two, three], model, tokenizer, batch_size=4)
     finally:
         hook.remove()
     assert set(items[0]["letter_logprobs"]) == {"A", "B"}
@@ -51,7 +58,7 @@ def test_multiple_choice_compares_only_the_letters_offered(model_and_tokenizer):
 def test_cloze_is_the_length_normalised_probability_of_the_span(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     record = ClozeRecord("Where was Bex Tarn born?", "Bex Tarn was born in ", "Lima")
-    (item,) = score_cloze([record], model, tokenizer, TEMPLATE, batch_size=2)
+    (item,) = _items("cloze/forget", [record], model, tokenizer, batch_size=2)
     # The training text, tokenised as one; the span's tokens are those from " Lima" on.
     text = TEMPLATE.prompt(record.question) + " " + record.prefix + record.span
     encoded = tokenizer(text, return_offsets_mapping=True)

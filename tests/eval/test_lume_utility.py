@@ -13,8 +13,8 @@ from forgetbench.cli import main
 from forgetbench.config import EvalConfig, load_config
 from forgetbench.data.lume import load_lume
 from forgetbench.errors import ConfigError
-from forgetbench.eval.lume_eval import check_utility_options, lume_final_scores
 from forgetbench.eval.runner import evaluation_key
+from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 
 HAVE_LM_EVAL = importlib.util.find_spec("lm_eval") is not None

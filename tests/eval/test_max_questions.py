@@ -8,7 +8,7 @@ import pytest
 from forgetbench.config import EvalConfig, RunConfig, load_config
 from forgetbench.data.logs import EvalLog, SetLog
 from forgetbench.errors import ConfigError, DataError
-from forgetbench.eval import tofu_eval
+from forgetbench.eval import runner
 from forgetbench.eval.runner import evaluate_model, evaluation_key
 from forgetbench.eval.tofu_eval import first_questions, tofu_eval_sets
 from forgetbench.records import QARecord
@@ -80,11 +80,12 @@ def test_evaluate_model_scores_only_the_first_n(tmp_path, monkeypatch):
     data = _write_tofu(tmp_path / "tofu", SIZES)
     seen = {}
 
-    def fake_evaluate_tofu(model, tokenizer, template, sets, **_):
-        seen.update({name: len(records) for name, records in sets.items()})
+    def fake_run_task(task, backend):
+        assert task.name == "tofu"  # the first task run
+        seen.update({name: len(records) for name, records in task.subsets.items()})
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(tofu_eval, "evaluate_tofu", fake_evaluate_tofu)
+    monkeypatch.setattr(runner, "run_task", fake_run_task)
     with pytest.raises(RuntimeError, match="stop here"):
         evaluate_model(
             None, None, None, data=data, split="forget10", benchmark="tofu",

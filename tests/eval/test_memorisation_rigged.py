@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from forgetbench.eval.outputs import greedy_generate, score_answers
-from forgetbench.eval.privacy_eval import memorisation_scores
+from forgetbench.eval.tasks.tofu import memorisation_scores
 from toy import toy_tokenizer
 
 PROMPT = "Question: Where was the writer born?\nAnswer:"

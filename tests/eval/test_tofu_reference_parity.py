@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from forgetbench.data.tofu import load_tofu
-from forgetbench.eval.tofu_eval import evaluate_set
+from forgetbench.eval.backend import FastBackend
+from forgetbench.eval.tasks.tofu import evaluate_tofu
 from forgetbench.modeling import PromptTemplate, load_model
 from tofu_reference import tofu_reference_avg_loss
 
@@ -23,10 +24,10 @@ def test_per_question_losses_equal_tofus_code(tiny_study, split):
     model, tokenizer = load_model(finetuned.model_dir)
     model.eval()
     records = load_tofu(data / "tofu", split)[:12]
-    log = evaluate_set(
-        "forget", records, model, tokenizer, PromptTemplate("question_answer"),
-        max_new_tokens=2, batch_size=7,
-    )  # fmt: skip
+    log = evaluate_tofu(
+        FastBackend(model, tokenizer, batch_size=7), tokenizer, PromptTemplate("question_answer"),
+        {"forget": records}, max_new_tokens=2, max_length=512,
+    ).sets["forget"]  # fmt: skip
     for i, r in enumerate(records):
 
         def reference(answer: str, question: str = r.question) -> float:

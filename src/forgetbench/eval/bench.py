@@ -1,14 +1,16 @@
-"""`forgetbench bench eval`: the TOFU evaluation of one model timed against a naive reference.
+"""`forgetbench bench eval`: the TOFU evaluation of one model answered by the fast backend, timed
+against the naive one.
 
-The fast path is `evaluate_tofu` as `forgetbench eval` runs it. The naive path is the obvious
-implementation it replaces: one question at a time, every candidate answer re-encoded together
-with its prompt (`score_answers_naive`: no KV cache, no de-duplication, logits over every
-position) and one greedy generation per prompt. Both must write the same TOFU log, field by field
-(strings identical, numbers within 1e-5 absolute; summed losses per answer token and the truth
-ratio as its log, see TOLERANCE) and the same 12 sub-scores and model utility; a disagreement
-makes the command fail.
+The same TOFU task (`forgetbench.eval.tasks.tofu`) runs twice on the same model: its requests
+answered once by `NaiveBackend`, the obvious implementation (one question and one answer at a
+time, every answer re-encoded together with its prompt: no KV cache, logits over every position;
+one greedy generation per prompt), and once by `FastBackend`, as `forgetbench eval` runs it. Both
+must write the same TOFU log, field by field (strings identical, numbers within 1e-5 absolute;
+summed losses per answer token and the truth ratio as its log, see TOLERANCE) and the same 12
+sub-scores and model utility; a disagreement makes the command fail.
 
-What is counted, on the model both paths run (forward hooks, so nothing is estimated by hand):
+What is counted, on the model both backends run (forward hooks, so nothing is estimated by hand),
+per phase (a backend's `score` or `generate` call):
 - model tokens: positions run through the model, prompts and padding included (padding costs the
   same compute as a real token), so the naive path's re-encoded prompts show;
 - vocabulary projections: positions projected onto the vocabulary (the fast scorer skips the
@@ -31,16 +33,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
 import torch
 
-from forgetbench.data.logs import SET_FILES, EvalLog, SetLog
+from forgetbench.data.logs import SET_FILES, EvalLog
 from forgetbench.errors import DataError, ForgetbenchError
-from forgetbench.eval import tofu_eval
-from forgetbench.eval.outputs import greedy_generate, score_answers_naive
+from forgetbench.eval.backend import Backend, FastBackend, NaiveBackend
+from forgetbench.eval.outputs import AnswerScore
+from forgetbench.eval.requests import Generate, Score
 from forgetbench.eval.summary import summarize
-from forgetbench.metrics.rouge import rouge_recall
+from forgetbench.eval.tasks.tofu import evaluate_tofu
 from forgetbench.modeling import PromptTemplate
 from forgetbench.records import QARecord
 
@@ -107,65 +109,21 @@ class Meter:
                 handle.remove()
 
 
-def evaluate_tofu_naive(
-    model: Any,
-    tokenizer: Any,
-    template: PromptTemplate,
-    sets: Mapping[str, Sequence[QARecord]],
-    *,
-    max_new_tokens: int,
-    max_length: int = 512,
-    meter: Meter | None = None,
-) -> EvalLog:
-    """The reference for `evaluate_tofu`: same log, computed one question and one answer at a time.
-    Kept deliberately simple (and independent of `tofu_eval._question_rows`) so that the two can
-    check each other."""
-    meter = meter or Meter()
-    logs = {}
-    for name in SET_FILES:
-        if name not in sets:
-            continue
-        if any(not r.perturbed_answers for r in sets[name]):
-            raise DataError(f"{name} set: a question has no perturbed answers (TOFU needs them)")
-        rows = [
-            _naive_row(
-                record, model, tokenizer, template,
-                max_new_tokens=max_new_tokens, max_length=max_length, meter=meter,
-            )
-            for record in sets[name]
-        ]  # fmt: skip
-        fields = {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
-        logs[name] = SetLog(name, tuple(str(i) for i in range(len(rows))), fields)
-    return EvalLog("naive", logs)
+@dataclass
+class MeteredBackend:
+    """`backend` with each `score` call timed as the scoring phase and each `generate` call as the
+    generation phase of `meter`."""
 
+    backend: Backend
+    meter: Meter
 
-def _naive_row(
-    record: QARecord,
-    model: Any,
-    tokenizer: Any,
-    template: PromptTemplate,
-    *,
-    max_new_tokens: int,
-    max_length: int,
-    meter: Meter,
-) -> dict[str, Any]:
-    prompt = template.prompt(record.question, tokenizer)
-    # TOFU scores the answer itself where a set has no paraphrase (Real Authors, World Facts).
-    para = record.paraphrased_answer if record.paraphrased_answer is not None else record.answer
-    answers = [record.answer, para, *record.perturbed_answers]
-    with meter.phase("scoring"):
-        gt, pa, *pert = score_answers_naive(
-            model, tokenizer, [(prompt, template.answer(a)) for a in answers], max_length=max_length
-        )
-    with meter.phase("generation"):
-        (generation,) = greedy_generate(
-            model, tokenizer, [prompt], max_new_tokens=max_new_tokens, batch_size=1
-        )
-    rouge = rouge_recall([generation], [record.answer])
-    return tofu_eval.question_row(
-        prompt, generation, record.answer, gt, pa, pert,
-        rouge1=float(rouge["rouge1_recall"][0]), rougeL=float(rouge["rougeL_recall"][0]),
-    )  # fmt: skip
+    def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
+        with self.meter.phase("scoring"):
+            return self.backend.score(requests)
+
+    def generate(self, requests: Sequence[Generate]) -> list[str]:
+        with self.meter.phase("generation"):
+            return self.backend.generate(requests)
 
 
 @dataclass
@@ -260,7 +218,7 @@ def bench_evaluation(
     batch_size: int,
     max_length: int = 512,
 ) -> dict[str, Any]:
-    """Run both paths on the same model and sets (naive first, after one warm-up question) and
+    """Run both backends on the same model and sets (naive first, after one warm-up question) and
     report times, throughput, peak memory and how far apart their numbers are. Raises nothing on
     a mismatch: the caller decides (the CLI exits non-zero)."""
     records = [r for name in SET_FILES for r in sets.get(name, ())]
@@ -268,8 +226,8 @@ def bench_evaluation(
         raise DataError("no evaluation questions to time", "check --data and --split")
     # Warm-up outside the clock: first calls pay for lazy initialisation (kernels, the ROUGE
     # stemmer, the tokenizer's caches), which would be charged to whichever path ran first.
-    evaluate_tofu_naive(
-        model, tokenizer, template, {"forget": records[:1]},
+    evaluate_tofu(
+        NaiveBackend(model, tokenizer), tokenizer, template, {"forget": records[:1]},
         max_new_tokens=min(max_new_tokens, 8), max_length=max_length,
     )  # fmt: skip
     naive_meter, fast_meter = Meter(), Meter()
@@ -277,18 +235,18 @@ def bench_evaluation(
     per_path_rss = reset_peak_rss()
     with naive_meter.attached(model):
         started = time.perf_counter()
-        naive = evaluate_tofu_naive(
-            model, tokenizer, template, sets,
-            max_new_tokens=max_new_tokens, max_length=max_length, meter=naive_meter,
+        naive = evaluate_tofu(
+            MeteredBackend(NaiveBackend(model, tokenizer), naive_meter), tokenizer, template,
+            sets, max_new_tokens=max_new_tokens, max_length=max_length,
         )  # fmt: skip
         naive_seconds = time.perf_counter() - started
     naive_rss = peak_rss_mib()
     reset_peak_rss()
-    with fast_meter.attached(model), _timed_fast_path(fast_meter):
+    with fast_meter.attached(model):
         started = time.perf_counter()
-        fast = tofu_eval.evaluate_tofu(
-            model, tokenizer, template, sets,
-            max_new_tokens=max_new_tokens, batch_size=batch_size, max_length=max_length,
+        fast = evaluate_tofu(
+            MeteredBackend(FastBackend(model, tokenizer, batch_size=batch_size), fast_meter),
+            tokenizer, template, sets, max_new_tokens=max_new_tokens, max_length=max_length,
         )  # fmt: skip
         fast_seconds = time.perf_counter() - started
     fast_rss = peak_rss_mib()
@@ -329,29 +287,6 @@ def bench_evaluation(
         "peak_rss_mib": max(lifetime_rss, naive_rss, fast_rss),
         "scores": summarize(fast) if set(SET_FILES) <= set(fast.sets) else None,
     }
-
-
-@contextmanager
-def _timed_fast_path(meter: Meter) -> Iterator[None]:
-    """Split the fast path's time into scoring and generation by wrapping, for the duration of the
-    run only, the two functions `evaluate_tofu` calls (looked up in its module at call time)."""
-
-    def timed(phase: str, function: Any) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with meter.phase(phase):
-                return function(*args, **kwargs)
-
-        return wrapper
-
-    with (
-        mock.patch.object(
-            tofu_eval, "score_candidates", timed("scoring", tofu_eval.score_candidates)
-        ),
-        mock.patch.object(
-            tofu_eval, "greedy_generate", timed("generation", tofu_eval.greedy_generate)
-        ),
-    ):
-        yield
 
 
 def _answer_tokens(log: EvalLog, tokenizer: Any) -> tuple[int, int]:

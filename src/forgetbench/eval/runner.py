@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from forgetbench import __version__
 from forgetbench.config import EvalConfig
 from forgetbench.data.logs import EvalLog, read_eval_log, write_eval_log
-from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
+from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.distributed import is_main_process
-from forgetbench.eval.summary import compare, summarize
+from forgetbench.eval.summary import compare
+from forgetbench.eval.tasks import TASKS, EvalSetup, run_task
+from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.io import atomic_write_json, read_json, set_aside
 from forgetbench.metrics import mia as mia_metrics
 
@@ -25,6 +25,8 @@ AGGREGATED_NAME = "eval_log_aggregated.json"  # TOFU's file name, so its tooling
 EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have
 SUMMARY_NAME = "summary.json"
 PRIVLEAK_ATTACK = "min_k"  # MUSE / open-unlearning report privleak with Min-K%
+# The order tasks run in, and so their keys in summary.json and extra_log.json.
+TASK_ORDER = ("tofu", "mia", "formats", "lume")
 
 
 def tofu_root(data: str | Path) -> Path:
@@ -69,17 +71,6 @@ def evaluation_key(
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def background_mc_accuracy(log: EvalLog) -> float:
-    """Utility as multiple-choice accuracy on the background-knowledge sets: a question counts
-    when its true answer is more likely (per token) than every perturbed one. The offline
-    stand-in for MMLU accuracy in LUME's final score."""
-    hits = []
-    for name in ("real_authors", "world_facts"):
-        s = log.require(name, purpose="background accuracy")
-        hits += list(s.gt_loss < s.perturbed_loss.min(axis=1))
-    return float(np.mean(hits))
-
-
 def evaluate_model(
     model: Any,
     tokenizer: Any,
@@ -91,66 +82,30 @@ def evaluate_model(
     options: EvalConfig,
     max_length: int,
 ) -> tuple[EvalLog | None, dict[str, Any], dict[str, Any]]:
-    """(TOFU log or None, scores, extra per-item logs) for one loaded model."""
-    from forgetbench.eval.formats_eval import evaluate_formats
-    from forgetbench.eval.lume_eval import check_utility_options, evaluate_lume, lume_final_scores
-    from forgetbench.eval.privacy_eval import evaluate_mia, memorisation_scores
-    from forgetbench.eval.tofu_eval import evaluate_tofu, tofu_eval_sets
-
+    """(TOFU log or None, scores, extra per-item logs) for one loaded model: every task that
+    applies (`TASK_ORDER`), answered by the fast backend, then LUME's final score."""
+    check_utility_options(options)
+    setup = EvalSetup(
+        root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
+        options=options, template=template, tokenizer=tokenizer, max_length=max_length,
+    )  # fmt: skip
+    backend = FastBackend(model, tokenizer, batch_size=options.batch_size)
+    log: EvalLog | None = None
     scores: dict[str, Any] = {}
     extra: dict[str, Any] = {}
-    log = None
-    root = data_root(data)
-    check_utility_options(options)
-    if benchmark == "lume":
-        lume_scores, extra["lume"] = evaluate_lume(
-            root,
-            model,
-            tokenizer,
-            batch_size=options.batch_size,
-            max_new_tokens=options.lume_max_new_tokens,
-        )
-        # Utility: eval.lume_mmlu if given; an lm-eval MMLU is combined by the caller, after.
-        lume_scores.update(lume_final_scores(lume_scores, given_mmlu=options.lume_mmlu))
-        return None, lume_scores, extra
-    sets = tofu_eval_sets(tofu_root(data), split, max_questions=options.max_questions)
-    log = evaluate_tofu(
-        model, tokenizer, template, sets,
-        max_new_tokens=options.max_new_tokens, batch_size=options.batch_size, max_length=max_length,
-    )  # fmt: skip
-    scores.update(summarize(log, form=options.truth_ratio_form))
-    scores["utility/mc_accuracy"] = background_mc_accuracy(log)
-    forget = log.require("forget", purpose="memorisation")
-    if "gt_argmax_matches" in forget.fields:
-        scores.update(memorisation_scores(forget.fields["gt_argmax_matches"]))
-    holdout = split.replace("forget", "holdout")
-    if options.mia and (tofu_root(data) / f"{holdout}.json").is_file():
-        members = [
-            (template.prompt(r.question, tokenizer), template.answer(r.answer))
-            for r in load_tofu(tofu_root(data), split)
-        ]
-        nonmembers = [
-            (template.prompt(r.question, tokenizer), template.answer(r.answer))
-            for r in load_tofu(tofu_root(data), holdout)
-        ]
-        mia_scores, extra["mia"] = evaluate_mia(
-            members, nonmembers, model, tokenizer, batch_size=options.batch_size, k=options.mia_k
-        )
-        scores.update(mia_scores)
-    if options.formats and (root / "formats").is_dir():
-        format_scores, extra["formats"] = evaluate_formats(
-            root, model, tokenizer, template,
-            batch_size=options.batch_size, max_new_tokens=options.max_new_tokens,
-        )  # fmt: skip
-        scores.update(format_scores)
-    if options.lume and (root / "lume" / "forget.jsonl").is_file():
-        lume_scores, extra["lume"] = evaluate_lume(
-            root / "lume", model, tokenizer,
-            batch_size=options.batch_size, max_new_tokens=options.lume_max_new_tokens,
-        )  # fmt: skip
-        scores.update(lume_scores)
-        # Utility: eval.lume_mmlu if given, else the background MC accuracy above.
-        scores.update(lume_final_scores(scores, given_mmlu=options.lume_mmlu))
+    for name in TASK_ORDER:
+        task = TASKS.get(name)(setup)
+        if task is None:
+            continue
+        result = run_task(task, backend)
+        scores.update(result.scores)
+        if result.eval_log is not None:
+            log = result.eval_log
+        if result.items is not None:
+            extra[name] = result.items
+    # Utility: eval.lume_mmlu if given, else the background MC accuracy; an lm-eval MMLU is
+    # combined by the caller, after.
+    scores.update(lume_final_scores(scores, given_mmlu=options.lume_mmlu))
     return log, scores, extra
 
 

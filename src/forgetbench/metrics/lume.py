@@ -14,8 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import hmean
 
+from forgetbench.metrics.aggregation import harmonic_mean
 from forgetbench.metrics.rouge import rouge_recall
 
 KINDS = ("regurgitation", "knowledge")
@@ -93,9 +93,7 @@ def task_aggregate(scores: Mapping[str, float], *, allow_missing: bool = False) 
         if not (math.isfinite(value) and 0.0 <= value <= 1.0):
             raise ValueError(f"LUME task score {key} must be in [0, 1], got {value}")
         terms.append(1.0 - value if key.endswith("/forget") else value)
-    if min(terms) == 0.0:
-        return 0.0
-    return float(hmean(terms))
+    return harmonic_mean(terms)
 
 
 # SemEval-2025 Task 4's utility bar (task page, llmunlearningsemeval2025.github.io, "Evaluation

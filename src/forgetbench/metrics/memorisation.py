@@ -5,7 +5,7 @@ argmax of the model's next-token distribution at answer position j, given the pr
 *true* answer prefix `a_<j` (teacher forcing), equals the label `a_j`. One forward pass per
 item yields it; both metrics below are functions of it alone. The caller decides which answer
 tokens count: open-unlearning leaves out the final label (EOS), and so does the evaluation
-(`forgetbench.eval.privacy_eval.memorisation_scores`).
+(`forgetbench.eval.tasks.tofu.memorisation_scores`).
 """
 
 from __future__ import annotations

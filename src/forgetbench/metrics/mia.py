@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from forgetbench.metrics.aggregation import AGGREGATIONS
+
 ATTACKS: dict[str, str] = {
     "loss": "mean token log-prob, i.e. -loss (Yeom et al., 2018)",
     "zlib": "mean token log-prob divided by the zlib-compressed length of the text "
@@ -166,6 +168,7 @@ def reference_score(
     return np.array([t.mean() - r.mean() for t, r in zip(target, reference, strict=True)])
 
 
+@AGGREGATIONS.register("roc_auc")
 def attack_auc(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> float:
     """ROC AUC of separating members (label 1) from non-members (label 0) by a member-high score
     (`sklearn.metrics.roc_auc_score`): the probability that a random member outscores a random

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
-from scipy.stats import hmean, ks_2samp
+from scipy.stats import ks_2samp
+
+from forgetbench.metrics.aggregation import AGGREGATIONS, harmonic_mean
 
 TruthRatioForm = Literal["tofu_code", "paper", "prob_mean"]
 TRUTH_RATIO_FORMS: tuple[str, ...] = ("tofu_code", "paper", "prob_mean")
@@ -97,9 +99,7 @@ def model_utility(scores: Mapping[str, float]) -> float:
     values = np.asarray(list(scores.values()), dtype=np.float64)
     if np.any(values < 0):
         raise ValueError(f"model utility sub-scores must be >= 0, got {dict(scores)}")
-    if np.any(values == 0):
-        return 0.0
-    return float(hmean(values))
+    return harmonic_mean(values)
 
 
 def ks_test(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
@@ -111,6 +111,7 @@ def ks_test(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float]
     return float(result.statistic), float(result.pvalue)
 
 
+@AGGREGATIONS.register("ks_pvalue")
 def forget_quality(
     candidate_forget_ratio: np.ndarray, retain_model_forget_ratio: np.ndarray
 ) -> float:

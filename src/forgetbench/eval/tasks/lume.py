@@ -9,19 +9,17 @@ multiple-choice accuracy offline. `lume_final_scores` picks it and records which
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from forgetbench.config import EvalConfig
 from forgetbench.data.lume import SPLITS, load_lume, load_mia_documents
 from forgetbench.errors import ConfigError
-from forgetbench.eval.distributed import sharded_map
-from forgetbench.eval.outputs import greedy_generate
-from forgetbench.eval.privacy_eval import evaluate_document_mia
-from forgetbench.metrics import lume
+from forgetbench.eval.requests import Generate, Request, Response
+from forgetbench.eval.tasks.mia import MembershipTask, document_membership
+from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
+from forgetbench.metrics import aggregate, lume
 from forgetbench.records import CompletionRecord
 
 # Where each utility comes from, in the order `lume_final_scores` prefers them.
@@ -30,73 +28,82 @@ BACKGROUND_MC_KEY = "utility/mc_accuracy"  # the miniature's Real Authors + Worl
 UTILITY_SOURCES = ("mmlu_lm_eval", "given", "mini_background_mc")
 _MMLU_SOURCES = ("mmlu_lm_eval", "given")
 _BOTH_HINT = "keep one: drop eval.lume_mmlu, or mmlu from eval.lm_eval_tasks"
+# Per prompt kind: its per-item metric and the name it is registered (and aggregated) under.
+_KINDS = {
+    "regurgitation": (lume.regurgitation, "regurgitation"),
+    "knowledge": (lume.knowledge_accuracy, "knowledge_accuracy"),
+}
 
 
-def _generate(
-    records: list[CompletionRecord], model: Any, tokenizer: Any, **options: Any
-) -> list[str]:
-    return sharded_map(
-        lambda shard: (
-            greedy_generate(model, tokenizer, [r.prefix for r in shard], **options) if shard else []
-        ),
-        records,
-    )
-
-
-def evaluate_lume(
-    folder: str | Path,
-    model: Any,
-    tokenizer: Any,
-    *,
-    batch_size: int,
-    max_new_tokens: int,
-) -> tuple[dict[str, float | None], dict[str, list[dict[str, Any]]]]:
+class LumeTask:
     """Scores `lume/{regurgitation|knowledge}/Task{n}/{split}`, `lume/task_aggregate` and
     `lume/mia/{attack}` + `lume/mia_score` (None unless the folder has membership-inference
     documents, see `load_mia_documents`), plus per-prompt logs. The final score needs a utility:
     `lume_final_scores`."""
-    folder = Path(folder)
-    scores: dict[str, float | None] = {}
-    logs: dict[str, list[dict[str, Any]]] = {}
-    records_by_split = {split: load_lume(folder, split) for split in SPLITS}
-    for split, records in records_by_split.items():
-        generations = _generate(
-            records, model, tokenizer, max_new_tokens=max_new_tokens, batch_size=batch_size
-        )
-        per_item = []
-        for kind, metric in (
-            ("regurgitation", lume.regurgitation),
-            ("knowledge", lume.knowledge_accuracy),
-        ):
-            chosen = [i for i, r in enumerate(records) if r.kind == kind]
-            values = (
-                metric([generations[i] for i in chosen], [records[i].completion for i in chosen])
-                if chosen
-                else np.array([])
-            )
-            for i, v in zip(chosen, values, strict=True):
-                r = records[i]
-                per_item.append(
-                    {"id": r.id, "task": r.task, "kind": kind, "prompt": r.prefix,
-                     "expected": r.completion, "generation": generations[i], "score": float(v)}
-                )  # fmt: skip
-            for task in sorted({records[i].task for i in chosen}):
-                task_values = [
-                    v for i, v in zip(chosen, values, strict=True) if records[i].task == task
-                ]
-                scores[f"lume/{kind}/Task{task}/{split}"] = float(np.mean(task_values))
-        logs[split] = per_item
-    task_scores = {k.removeprefix("lume/"): v for k, v in scores.items() if v is not None}
-    scores["lume/task_aggregate"] = lume.task_aggregate(task_scores, allow_missing=True)
-    scores["lume/mia_score"] = None
-    documents = load_mia_documents(folder)
-    if documents is not None:
-        mia_scores, logs["mia"] = evaluate_document_mia(
-            *documents, model, tokenizer, batch_size=batch_size, prefix="lume/mia"
-        )
-        scores.update(mia_scores)
-        scores["lume/mia_score"] = lume.mia_score(mia_scores["lume/mia/loss"])
-    return scores, logs
+
+    name = "lume"
+
+    def __init__(self, folder: str | Path, *, max_new_tokens: int) -> None:
+        subsets: dict[str, list[Any]] = {split: load_lume(folder, split) for split in SPLITS}
+        documents = load_mia_documents(folder)
+        self.membership: MembershipTask | None = None
+        if documents is not None:
+            self.membership = document_membership(*documents, prefix="lume/mia")
+            subsets.update(self.membership.subsets)
+        self.subsets = subsets
+        self.max_new_tokens = max_new_tokens
+
+    def requests(self, subset: str, doc: Any) -> list[Request]:
+        if subset in SPLITS:
+            return [Generate(doc.prefix, self.max_new_tokens)]
+        assert self.membership is not None
+        return self.membership.requests(subset, doc)
+
+    def process(self, subset: str, doc: Any, responses: Sequence[Response]) -> dict[str, Any]:
+        if subset not in SPLITS:
+            assert self.membership is not None
+            return self.membership.process(subset, doc, responses)
+        record: CompletionRecord = doc
+        (generation,) = responses
+        assert isinstance(generation, str)
+        metric, _ = _KINDS[record.kind]
+        (value,) = metric([generation], [record.completion])
+        return {"id": record.id, "task": record.task, "kind": record.kind, "prompt": record.prefix,
+                "expected": record.completion, "generation": generation, "score": float(value)}  # fmt: skip
+
+    def results(self, rows: Mapping[str, list[dict[str, Any]]]) -> TaskResult:
+        scores: dict[str, Any] = {}
+        logs: dict[str, list[dict[str, Any]]] = {}
+        for split in SPLITS:
+            # Logged kind by kind, each in prompt order.
+            logs[split] = []
+            for kind, (_, metric) in _KINDS.items():
+                items = [row for row in rows[split] if row["kind"] == kind]
+                logs[split] += items
+                for task in sorted({row["task"] for row in items}):
+                    values = [row["score"] for row in items if row["task"] == task]
+                    scores[f"lume/{kind}/Task{task}/{split}"] = aggregate(metric, values)
+        task_scores = {key.removeprefix("lume/"): value for key, value in scores.items()}
+        scores["lume/task_aggregate"] = lume.task_aggregate(task_scores, allow_missing=True)
+        scores["lume/mia_score"] = None
+        if self.membership is not None:
+            membership = self.membership.results(rows)
+            logs["mia"] = membership.items
+            scores.update(membership.scores)
+            scores["lume/mia_score"] = lume.mia_score(membership.scores["lume/mia/loss"])
+        return TaskResult(scores, items=logs)
+
+
+@TASKS.register("lume")
+def lume_task(setup: EvalSetup) -> LumeTask | None:
+    """A LUME folder (`--benchmark lume`), or the miniature's `lume/` when it has one."""
+    if setup.benchmark == "lume":
+        folder = setup.root
+    elif setup.options.lume and (setup.root / "lume" / "forget.jsonl").is_file():
+        folder = setup.root / "lume"
+    else:
+        return None
+    return LumeTask(folder, max_new_tokens=setup.options.lume_max_new_tokens)
 
 
 def check_utility_options(options: EvalConfig) -> None:

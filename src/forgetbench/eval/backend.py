@@ -1,0 +1,148 @@
+"""Who answers evaluation requests: one interface (`Backend`), two implementations.
+
+`FastBackend` is what `forgetbench eval` runs: batched scoring that encodes a prompt once for all
+its answers, batched greedy generation, a long shared prompt prefix encoded once
+(`forgetbench.eval.outputs`). `NaiveBackend` is the obvious implementation it replaces, kept as
+the reference `forgetbench bench eval` checks and times the fast one against. Both give the same
+numbers to float rounding (tested), so tasks never care which one answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from forgetbench.eval.distributed import sharded_map
+from forgetbench.eval.outputs import (
+    AnswerScore,
+    greedy_generate,
+    score_answers,
+    score_answers_naive,
+    score_candidates,
+)
+from forgetbench.eval.requests import Generate, Request, Response, Score
+
+R = TypeVar("R", Score, Generate)
+
+
+class Backend(Protocol):
+    """Answers requests in order: one tuple of `AnswerScore`s (one per answer) per `Score`, one
+    text per `Generate`. A call may mix options (`add_eos`, `max_length`, `max_new_tokens`)."""
+
+    def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]: ...
+
+    def generate(self, requests: Sequence[Generate]) -> list[str]: ...
+
+
+def serve(backend: Backend, requests: Sequence[Request]) -> list[Response]:
+    """Every request answered, in order. All requests of one kind go to the backend in one call,
+    so it batches across them as it likes; under `accelerate launch` each process answers a
+    contiguous shard of each kind and every process gets every answer (`sharded_map`)."""
+    responses: list[Any] = [None] * len(requests)
+    answerers: tuple[tuple[type, Callable[[Any], list[Any]]], ...] = (
+        (Score, backend.score),
+        (Generate, backend.generate),
+    )
+    for kind, answer in answerers:
+        rows = [i for i, r in enumerate(requests) if isinstance(r, kind)]
+        if rows:
+            answered = sharded_map(answer, [requests[i] for i in rows])
+            for i, response in zip(rows, answered, strict=True):
+                responses[i] = response
+    return responses
+
+
+def _by_options(requests: Sequence[R], options: Callable[[R], Hashable]) -> dict[Any, list[int]]:
+    """Indices of the requests sharing each value of `options`, in order of first appearance."""
+    groups: dict[Any, list[int]] = {}
+    for i, request in enumerate(requests):
+        groups.setdefault(options(request), []).append(i)
+    return groups
+
+
+def _max_length(model: Any, max_length: int | None) -> int:
+    # None asks for whole documents: up to the model's context, 4096 when its config is silent.
+    if max_length is not None:
+        return max_length
+    return getattr(model.config, "max_position_embeddings", None) or 4096
+
+
+class FastBackend:
+    """Batches of `batch_size` sequences. A request with several answers (truth ratio's answer,
+    paraphrase and perturbed answers; the letters of a multiple-choice question) has its prompt
+    encoded once and its KV cache continued by every answer (`score_candidates`); one-answer
+    requests are whole texts scored in one pass each, de-duplicated and sorted by length
+    (`score_answers`), the cheaper path when nothing is shared."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+
+    def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
+        out: list[tuple[AnswerScore, ...]] = [()] * len(requests)
+        groups = _by_options(requests, lambda r: (r.add_eos, r.max_length, len(r.answers) > 1))
+        for (add_eos, max_length, shared), rows in groups.items():
+            batch = [requests[i] for i in rows]
+            length = _max_length(self.model, max_length)
+            scored: list[tuple[AnswerScore, ...]]
+            if shared:
+                grouped = score_candidates(
+                    self.model, self.tokenizer, [(r.prompt, r.answers) for r in batch],
+                    batch_size=self.batch_size, max_length=length, add_eos=add_eos,
+                )  # fmt: skip
+                scored = [tuple(answers) for answers in grouped]
+            else:
+                single = score_answers(
+                    self.model, self.tokenizer, [(r.prompt, r.answers[0]) for r in batch],
+                    batch_size=self.batch_size, max_length=length, add_eos=add_eos,
+                )  # fmt: skip
+                scored = [(answer,) for answer in single]
+            for i, answers in zip(rows, scored, strict=True):
+                out[i] = answers
+        return out
+
+    def generate(self, requests: Sequence[Generate]) -> list[str]:
+        out = [""] * len(requests)
+        for max_new_tokens, rows in _by_options(requests, lambda r: r.max_new_tokens).items():
+            texts = greedy_generate(
+                self.model, self.tokenizer, [requests[i].prompt for i in rows],
+                max_new_tokens=max_new_tokens, batch_size=self.batch_size,
+            )  # fmt: skip
+            for i, text in zip(rows, texts, strict=True):
+                out[i] = text
+        return out
+
+
+class NaiveBackend:
+    """One request and one answer at a time: every answer re-encoded together with its prompt,
+    logits over every position, no KV cache, no batching (`score_answers_naive`), and one greedy
+    generation per prompt."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+
+    def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
+        out = []
+        for r in requests:
+            pairs = [(r.prompt, a) for a in r.answers]
+            length = _max_length(self.model, r.max_length)
+            scored = score_answers_naive(
+                self.model, self.tokenizer, pairs, max_length=length, add_eos=r.add_eos
+            )
+            out.append(tuple(scored))
+        return out
+
+    def generate(self, requests: Sequence[Generate]) -> list[str]:
+        out = []
+        for r in requests:
+            (text,) = greedy_generate(
+                self.model,
+                self.tokenizer,
+                [r.prompt],
+                max_new_tokens=r.max_new_tokens,
+                batch_size=1,
+            )
+            out.append(text)
+        return out

@@ -1,0 +1,108 @@
+"""Greedy generation, batched and left-padded, continuing shared prompt prefixes from their cache."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from forgetbench.eval.outputs.prefix_cache import left_pad, shared_prefix_stage, shared_prefixes
+from forgetbench.eval.outputs.statistics import require_pad
+
+
+class _StopOnIds:
+    """Stops a row once its new tokens end with one of the stop sequences (token ids, so the
+    check costs nothing per step); rows are then cut at the stop string in text as well."""
+
+    def __init__(self, sequences: Sequence[Sequence[int]], prompt_width: int) -> None:
+        self.sequences = [torch.tensor(s) for s in sequences if len(s) > 0]
+        self.prompt_width = prompt_width
+
+    def __call__(self, input_ids: Tensor, scores: Tensor, **kwargs: Any) -> Tensor:
+        new = input_ids[:, self.prompt_width :]
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        for seq in self.sequences:
+            n = seq.shape[0]
+            if new.shape[1] >= n:
+                done |= (new[:, -n:] == seq.to(new.device)).all(dim=1)
+        return done
+
+
+@torch.no_grad()
+def greedy_generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[str],
+    *,
+    max_new_tokens: int = 200,
+    batch_size: int = 16,
+    stop_strings: Sequence[str] = (),
+) -> list[str]:
+    """Greedy continuations (no sampling), decoded without the prompt, in input order.
+
+    Prompts are sorted by length so each left-padded batch wastes little compute (prompts sharing
+    a long prefix are batched together and the prefix is encoded once); the KV cache makes each
+    new token one forward step. Stops at EOS, or at a stop string (matched on its
+    token ids while generating, and cut from the text at its first occurrence). Padding uses the
+    real pad token, never EOS. A prompt longer than the model's context minus `max_new_tokens`
+    keeps its last tokens (LUME's documents can exceed a small model's context; the end of the
+    text is what the continuation depends on).
+    """
+    from transformers import StoppingCriteriaList
+
+    from forgetbench.modeling import adds_bos
+
+    require_pad(tokenizer)
+    model.eval()
+    pad = tokenizer.pad_token_id
+    stop_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in stop_strings]
+    context = getattr(model.config, "max_position_embeddings", None)
+    room = context - max_new_tokens if context else None
+    limit = {"truncation": True, "max_length": room} if room and room > 0 else {}
+    previous_side = tokenizer.truncation_side
+    tokenizer.truncation_side = "left"
+    try:
+        encoded = [
+            tokenizer(p, add_special_tokens=adds_bos(tokenizer, p), **limit)["input_ids"]
+            for p in prompts
+        ]
+    finally:
+        tokenizer.truncation_side = previous_side
+    shared, cluster = shared_prefixes(encoded)
+    order = sorted(
+        range(len(prompts)), key=lambda i: (cluster[i] if shared[i] else -1, len(encoded[i]))
+    )
+    outputs: list[str] = [""] * len(prompts)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        rows = [encoded[i] for i in chunk]
+        # A shared prefix (a passage asked about several times) is encoded once; generate
+        # continues from its cache, reading positions from the mask across the padding between
+        # the prefix and each prompt's rest.
+        cache, head_ids, head_mask, tails = shared_prefix_stage(
+            model, rows, [shared[i] for i in chunk], pad
+        )
+        tail_ids, tail_mask = left_pad(tails, pad, model.device)
+        ids = torch.cat([head_ids, tail_ids], dim=1)
+        mask = torch.cat([head_mask, tail_mask], dim=1)
+        width = ids.shape[1]
+        criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
+        generated = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            past_key_values=cache,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=pad,
+            stopping_criteria=criteria,
+        )
+        for i, row in zip(chunk, generated[:, width:], strict=True):
+            text = tokenizer.decode(row, skip_special_tokens=True)
+            for s in stop_strings:
+                if s and s in text:
+                    text = text[: text.index(s)]
+            outputs[i] = text
+    return outputs

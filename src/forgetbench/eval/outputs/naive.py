@@ -1,0 +1,34 @@
+"""The reference scorer the fast one is checked and timed against (`forgetbench bench eval`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from forgetbench.eval.outputs.statistics import AnswerScore, token_statistics
+
+
+@torch.no_grad()
+def score_answers_naive(
+    model: Any,
+    tokenizer: Any,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    max_length: int = 512,
+    add_eos: bool = True,
+) -> list[AnswerScore]:
+    """The reference path `forgetbench bench eval` times the fast ones against: one pair at a time,
+    every prompt re-encoded, logits over every position, no cache, no de-duplication."""
+    from forgetbench.modeling import IGNORE_INDEX, encode_prompt_answer
+
+    model.eval()
+    out = []
+    for prompt, answer in pairs:
+        e = encode_prompt_answer(tokenizer, prompt, answer, max_length=max_length, add_eos=add_eos)
+        ids = torch.tensor([e.input_ids], device=model.device)
+        labels = torch.tensor([e.labels], device=model.device)[:, 1:]
+        logits = model(input_ids=ids).logits[:, :-1]
+        out += token_statistics(logits, labels, labels != IGNORE_INDEX, model=model)
+    return out

@@ -1,0 +1,43 @@
+"""What an evaluation task asks of a model, as data (lm-evaluation-harness's `Instance` with its
+`loglikelihood` and `generate_until` request types): a task builds requests from its documents,
+a backend (`forgetbench.eval.backend`) answers them, and the task turns the answers into its
+per-item logs and scores without ever holding the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forgetbench.eval.outputs import AnswerScore
+
+
+@dataclass(frozen=True)
+class Score:
+    """Score each of `answers` as the continuation of `prompt`, teacher forced: answered by one
+    `AnswerScore` per answer, in order.
+
+    Prompt and answer are tokenised as one text, the scored tokens being those after the prompt
+    (`modeling.encode_prompt_answer`); `add_eos` appends EOS to the scored tokens (a trained
+    answer ends with it; an option letter or a cloze span does not). Texts are cut to
+    `max_length` tokens, or to the model's context when None (whole documents)."""
+
+    prompt: str
+    answers: tuple[str, ...]
+    add_eos: bool = True
+    max_length: int | None = 512
+
+    def __post_init__(self) -> None:
+        if not self.answers:
+            raise ValueError(f"a Score request needs an answer to score (prompt {self.prompt!r})")
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Greedy continuation of `prompt` (no sampling) up to `max_new_tokens` new tokens or EOS,
+    decoded without the prompt: answered by the text."""
+
+    prompt: str
+    max_new_tokens: int
+
+
+Request = Score | Generate
+Response = tuple[AnswerScore, ...] | str

@@ -61,3 +61,16 @@ def test_prompts_sharing_a_passage_generate_as_if_alone(memorised):
     singles = [greedy_generate(model, tokenizer, [p], max_new_tokens=16)[0] for p in prompts]
     assert batched == singles
     assert len(set(batched[:6])) > 1  # the questions after the passage still steer the answers
+
+
+def test_generation_stops_at_a_stop_string_and_cuts_it(memorised):
+    model, tokenizer = memorised
+    template = PromptTemplate("question_answer")
+    question, answer = toy_qa()[0]
+    full = greedy_generate(model, tokenizer, [template.prompt(question)], max_new_tokens=40)[0]
+    words = full.split()
+    stop = " " + words[len(words) // 2]  # a word in the middle of the memorised answer
+    cut = greedy_generate(
+        model, tokenizer, [template.prompt(question)], max_new_tokens=40, stop_strings=[stop]
+    )[0]
+    assert cut == full[: full.index(stop)] and len(cut) < len(full)

@@ -6,28 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch import Tensor
 
 from forgetbench.eval.outputs.prefix_cache import left_pad, shared_prefix_stage, shared_prefixes
 from forgetbench.eval.outputs.statistics import require_pad
-
-
-class _StopOnIds:
-    """Stops a row once its new tokens end with one of the stop sequences (token ids, so the
-    check costs nothing per step); rows are then cut at the stop string in text as well."""
-
-    def __init__(self, sequences: Sequence[Sequence[int]], prompt_width: int) -> None:
-        self.sequences = [torch.tensor(s) for s in sequences if len(s) > 0]
-        self.prompt_width = prompt_width
-
-    def __call__(self, input_ids: Tensor, scores: Tensor, **kwargs: Any) -> Tensor:
-        new = input_ids[:, self.prompt_width :]
-        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-        for seq in self.sequences:
-            n = seq.shape[0]
-            if new.shape[1] >= n:
-                done |= (new[:, -n:] == seq.to(new.device)).all(dim=1)
-        return done
 
 
 @torch.no_grad()
@@ -44,20 +25,18 @@ def greedy_generate(
 
     Prompts are sorted by length so each left-padded batch wastes little compute (prompts sharing
     a long prefix are batched together and the prefix is encoded once); the KV cache makes each
-    new token one forward step. Stops at EOS, or at a stop string (matched on its
-    token ids while generating, and cut from the text at its first occurrence). Padding uses the
+    new token one forward step. Stops at EOS, or at a stop string (transformers' `stop_strings`,
+    which matches the text however the tokenizer splits it; the string is cut from the output). Padding uses the
     real pad token, never EOS. A prompt longer than the model's context minus `max_new_tokens`
     keeps its last tokens (LUME's documents can exceed a small model's context; the end of the
     text is what the continuation depends on).
     """
-    from transformers import StoppingCriteriaList
-
     from forgetbench.modeling import adds_bos
 
     require_pad(tokenizer)
     model.eval()
     pad = tokenizer.pad_token_id
-    stop_ids = [tokenizer(s, add_special_tokens=False)["input_ids"] for s in stop_strings]
+    stops = {"stop_strings": [s for s in stop_strings if s], "tokenizer": tokenizer}
     context = getattr(model.config, "max_position_embeddings", None)
     room = context - max_new_tokens if context else None
     limit = {"truncation": True, "max_length": room} if room and room > 0 else {}
@@ -88,7 +67,6 @@ def greedy_generate(
         ids = torch.cat([head_ids, tail_ids], dim=1)
         mask = torch.cat([head_mask, tail_mask], dim=1)
         width = ids.shape[1]
-        criteria = StoppingCriteriaList([_StopOnIds(stop_ids, width)] if stop_ids else [])
         generated = model.generate(
             input_ids=ids,
             attention_mask=mask,
@@ -97,7 +75,7 @@ def greedy_generate(
             do_sample=False,
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=pad,
-            stopping_criteria=criteria,
+            **(stops if stops["stop_strings"] else {}),
         )
         for i, row in zip(chunk, generated[:, width:], strict=True):
             text = tokenizer.decode(row, skip_special_tokens=True)

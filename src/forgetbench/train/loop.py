@@ -312,11 +312,16 @@ def _epoch_loader(
     # carrying sampler state around.
     generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
     order = torch.randperm(len(examples), generator=generator).tolist()
+    # `generator` also feeds the seed each new iterator draws (for workers), which would otherwise
+    # come from the global RNG: a resumed run opens its epoch's iterator after the checkpoint
+    # restored that RNG, the uninterrupted run before, so a loss that draws random numbers would
+    # see them shifted by one.
     return DataLoader(
         [examples[i] for i in order],
         batch_size=config.per_device_batch_size,
         shuffle=False,
         collate_fn=collate_fn,
+        generator=generator,
     )
 
 

@@ -3,7 +3,8 @@ differ only in their data and their `loss_fn(model, batch) -> scalar` — or, fo
 update is not the gradient of one scalar (NGDiff's two-gradient step), a `StepHook` the loop calls
 in place of `backward` and `optimizer.step()`.
 
-Accelerate handles devices, DDP/FSDP/DeepSpeed (`accelerate launch`) and gradient accumulation.
+Accelerate handles devices, DDP/FSDP/DeepSpeed (`accelerate launch`), gradient accumulation
+and each process's part of a checkpoint (`save_state`, see checkpoint.py).
 The schedule is computed in optimizer steps and stepped by hand once per optimizer step, so one
 process with accumulation and N processes without it follow the same learning-rate curve.
 """

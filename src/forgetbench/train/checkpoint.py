@@ -35,8 +35,8 @@ from forgetbench.train.integrity import MANIFEST, file_manifest, manifest_proble
 
 CHECKPOINT_DIR = "checkpoint"
 OLD_CHECKPOINT_DIR = ".checkpoint.old"
-TMP_CHECKPOINT_DIR = ".checkpoint.tmp"
-STATE = "state.json"
+_TMP_DIR = ".checkpoint.tmp"
+_STATE = "state.json"
 _BEFORE_SAVE_STATE = "optimizer.pt"  # save_state names it optimizer.bin
 
 
@@ -65,7 +65,7 @@ def save_checkpoint(
     """Every process calls this at the same step. `schedule`: the scheduler's state_dict;
     `extra`: JSON-able state of whatever else the loop must restore (a step hook's)."""
     final = folder / CHECKPOINT_DIR
-    tmp = folder / TMP_CHECKPOINT_DIR
+    tmp = folder / _TMP_DIR
     main = accelerator.is_main_process
     if main:
         shutil.rmtree(tmp, ignore_errors=True)  # a save killed midway: never published, never read
@@ -82,7 +82,7 @@ def save_checkpoint(
                 "schedule": schedule,
                 "extra": extra or {},
             }
-            (tmp / STATE).write_text(json.dumps(state))
+            (tmp / _STATE).write_text(json.dumps(state))
             (tmp / MANIFEST).write_text(json.dumps(file_manifest(tmp)))
             old = folder / OLD_CHECKPOINT_DIR
             # A leftover of a kill during the cleanup below: superseded by `final`, which load
@@ -162,7 +162,7 @@ def _restore(
     optimizer_backup = copy.deepcopy(optimizer.state_dict())
     problem = None
     try:
-        state = json.loads((path / STATE).read_text(encoding="utf-8"))
+        state = json.loads((path / _STATE).read_text(encoding="utf-8"))
         if state["processes"] != accelerator.num_processes:
             raise ConfigError(
                 f"checkpoint {path} was written by {state['processes']} process(es), this run has "

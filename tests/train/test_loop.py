@@ -96,3 +96,30 @@ def test_two_processes_train_the_same_model_as_one(uninterrupted, tmp_path):
     expected, got = _weights(uninterrupted), _weights(tmp_path)
     for name, tensor in expected.items():
         torch.testing.assert_close(got[name], tensor, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_stopped_after_a_checkpoint_resume_to_the_same_numbers(tmp_path):
+    # --rank-noise puts each process's own RNG into its loss: the resumed run matches only if
+    # every process got its RNG back, not just the main one.
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    done = launch_two_cpu_processes(SCRIPT, str(whole), "4", "1", "--rank-noise", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    killed = launch_two_cpu_processes(
+        SCRIPT, str(stopped), "4", "1", "--rank-noise", "--stop-after", "5", timeout=600
+    )
+    assert killed.returncode != 0 and not (stopped / "model").exists()
+    checkpoint = stopped / "checkpoint"
+    state = json.loads((checkpoint / "state.json").read_text())
+    # 2 steps per epoch: step 5 is one micro-batch into the third epoch
+    assert state["position"] == {"step": 5, "epoch": 2, "batches_done": 1}
+    assert state["processes"] == 2
+    assert {"random_states_0.pkl", "random_states_1.pkl"} <= {p.name for p in checkpoint.iterdir()}
+    resumed = launch_two_cpu_processes(SCRIPT, str(stopped), "4", "1", "--rank-noise", timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "warning" not in resumed.stderr.lower(), resumed.stderr[-3000:]
+    assert len(_losses(stopped)) == 12
+    assert _losses(stopped) == pytest.approx(_losses(whole), rel=0, abs=1e-6)
+    expected, got = _weights(whole), _weights(stopped)
+    for name, tensor in expected.items():
+        torch.testing.assert_close(got[name], tensor, rtol=0, atol=1e-6)

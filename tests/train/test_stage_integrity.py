@@ -14,11 +14,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from forgetbench.errors import DataError
+from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import per_sample_nll
 from forgetbench.modeling import build_tiny_model, collate, forward_logits
 from forgetbench.train.checkpoint import CHECKPOINT_DIR, OLD_CHECKPOINT_DIR
-from forgetbench.train.integrity import MANIFEST
+from forgetbench.train.integrity import MANIFEST, file_manifest
 from forgetbench.train.loop import TRAIN_LOG, LoopConfig, train_loop
 from forgetbench.train.stages import STAGE_FILE, model_fingerprint, run_stage
 from toy import toy_examples, toy_tokenizer
@@ -177,18 +177,40 @@ def loop_reference(tmp_path_factory) -> dict[str, torch.Tensor]:
 def test_checkpoints_carry_a_manifest(tmp_path):
     _train(tmp_path, stop=2)
     manifest = json.loads((tmp_path / CHECKPOINT_DIR / MANIFEST).read_text())
-    assert set(manifest) == {"model.safetensors", "optimizer.pt", "rng.pt", "state.json"}
+    # accelerate's save_state: weights, optimizer, one RNG file per process; then ours
+    assert set(manifest) == {
+        "model.safetensors",
+        "optimizer.bin",
+        "random_states_0.pkl",
+        "state.json",
+    }
+    assert not list(tmp_path.glob(".checkpoint.*"))  # published by rename, no temp left behind
+
+
+def _rewrite_manifest(checkpoint: Path) -> None:
+    (checkpoint / MANIFEST).write_text(json.dumps(file_manifest(checkpoint, skip=(MANIFEST,))))
 
 
 CHECKPOINT_DAMAGE = {
     "flipped byte in model.safetensors": lambda c: _flip_byte(c / "model.safetensors"),
-    "truncated optimizer.pt": lambda c: _truncate(c / "optimizer.pt"),
-    "deleted rng.pt": lambda c: (c / "rng.pt").unlink(),
+    "truncated optimizer.bin": lambda c: _truncate(c / "optimizer.bin"),
+    "deleted random_states_0.pkl": lambda c: (c / "random_states_0.pkl").unlink(),
     "truncated manifest": lambda c: _truncate(c / MANIFEST),
-    # written before checksums existed: the model loads, then the optimizer fails
-    "no manifest, truncated optimizer.pt": lambda c: (
-        (c / MANIFEST).unlink(),
-        _truncate(c / "optimizer.pt"),
+    "deleted manifest": lambda c: (c / MANIFEST).unlink(),
+    # broken before its manifest was written: the model loads, then the optimizer fails, and the
+    # restart must not keep the loaded weights
+    "truncated optimizer.bin under a matching manifest": lambda c: (
+        _truncate(c / "optimizer.bin"),
+        _rewrite_manifest(c),
+    ),
+    # load_state fails after restoring the weights and the optimizer: both must be put back
+    "a stray custom_checkpoint_0.pkl under a matching manifest": lambda c: (
+        (c / "custom_checkpoint_0.pkl").write_bytes(b"not ours"),
+        _rewrite_manifest(c),
+    ),
+    "state.json without a position under a matching manifest": lambda c: (
+        (c / "state.json").write_text('{"processes": 1}'),
+        _rewrite_manifest(c),
     ),
 }
 
@@ -246,13 +268,44 @@ def test_a_half_deleted_old_checkpoint_alone_is_set_aside(loop_reference, tmp_pa
     _train(tmp_path, stop=2)
     old = tmp_path / OLD_CHECKPOINT_DIR
     (tmp_path / CHECKPOINT_DIR).rename(old)
-    (old / "optimizer.pt").unlink()
+    (old / "optimizer.bin").unlink()
     capsys.readouterr()
     final = _train(tmp_path)
     lines = _warnings(capsys.readouterr().err)
-    assert len(lines) == 1 and f"checkpoint {old} is damaged (optimizer.pt: missing" in lines[0]
+    assert len(lines) == 1 and f"checkpoint {old} is damaged (optimizer.bin: missing" in lines[0]
     assert len(list(tmp_path.glob(f"{OLD_CHECKPOINT_DIR}.corrupt-*"))) == 1
     assert _same(final, loop_reference)
+
+
+def test_a_checkpoint_from_before_save_state_is_set_aside_and_the_run_restarts(
+    loop_reference, tmp_path, capsys
+):
+    _train(tmp_path, stop=2)
+    checkpoint = tmp_path / CHECKPOINT_DIR
+    # the earlier layout: the main process's optimizer and RNG states under these names
+    (checkpoint / "optimizer.bin").rename(checkpoint / "optimizer.pt")
+    (checkpoint / "random_states_0.pkl").rename(checkpoint / "rng.pt")
+    _rewrite_manifest(checkpoint)
+    capsys.readouterr()
+    final = _train(tmp_path)
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1, lines
+    assert f"checkpoint {checkpoint} was written by an older forgetbench" in lines[0]
+    assert "restarting the run from scratch" in lines[0]
+    assert len(list(tmp_path.glob("checkpoint.corrupt-*"))) == 1
+    assert _same(final, loop_reference)
+    assert _logged_steps(tmp_path) == [1, 2, 3, 4]
+
+
+def test_a_checkpoint_of_another_process_count_is_refused(tmp_path):
+    _train(tmp_path, stop=2)
+    state_file = tmp_path / CHECKPOINT_DIR / "state.json"
+    state_file.write_text(json.dumps({**json.loads(state_file.read_text()), "processes": 2}))
+    _rewrite_manifest(tmp_path / CHECKPOINT_DIR)
+    with pytest.raises(
+        ConfigError, match="written by 2 process.*this run has 1.*--num_processes 2"
+    ):
+        _train(tmp_path)
 
 
 def test_a_torn_last_log_line_is_dropped_on_resume(loop_reference, tmp_path, capsys):

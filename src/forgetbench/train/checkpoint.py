@@ -1,38 +1,43 @@
-"""Checkpoints: model weights (safetensors), optimizer and RNG states, and the loop position,
-written to a temp folder and renamed so a kill mid-save leaves the previous checkpoint intact.
+"""Checkpoints through accelerate's `save_state` / `load_state`, called on every process: each one
+saves and restores its own part (its shard of the model and optimizer under FSDP/DeepSpeed, its
+RNG streams). Weights are safetensors. The loop position, the learning-rate schedule and a step
+hook's state are ours, in `state.json`.
 
-Each checkpoint carries a `manifest.json` (size and sha256 of its files), written last before the
-rename. Resume checks it before loading anything: a damaged checkpoint is set aside as
+Every process writes into `.checkpoint.tmp`; once all have written, the main process adds
+`state.json` and `manifest.json` (size and sha256 of every file) and renames the folder to
+`checkpoint`, so a kill mid-save leaves the previous checkpoint intact. This needs every process's
+files in one folder: one machine, or a file system all machines share.
+
+Resume checks the manifest before loading anything: a damaged checkpoint is set aside as
 `checkpoint.corrupt-<timestamp>` with one line on stderr, and the run resumes from the previous
 checkpoint (`.checkpoint.old`, left by a kill between the two renames) when that one is sound, else
-restarts from scratch. A checkpoint without a manifest (written before checksums existed) is
-loaded as before; if it fails to load, it is treated the same way.
+restarts from scratch. A checkpoint in the layout before save_state (`optimizer.pt`, `rng.pt`: the
+main process's RNG only) is set aside the same way, with its own line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
-import random
+import logging
 import shutil
-import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
-from safetensors.torch import load_model, save_model
 
+from forgetbench.errors import ConfigError
 from forgetbench.io import set_aside
-from forgetbench.train.integrity import (
-    MANIFEST,
-    file_manifest,
-    manifest_problem,
-    note,
-    read_record,
-)
+from forgetbench.train.integrity import MANIFEST, file_manifest, manifest_problem, note, read_record
 
 CHECKPOINT_DIR = "checkpoint"
 OLD_CHECKPOINT_DIR = ".checkpoint.old"
-_FILES = ("model.safetensors", "optimizer.pt", "rng.pt", "state.json")
+_TMP_DIR = ".checkpoint.tmp"
+_STATE = "state.json"
+_BEFORE_SAVE_STATE = "optimizer.pt"  # save_state names it optimizer.bin
 
 
 @dataclass(frozen=True)
@@ -42,109 +47,158 @@ class LoopPosition:
     batches_done: int  # micro-batches of `epoch` already consumed (per process)
 
 
+@dataclass(frozen=True)
+class Resumed:
+    position: LoopPosition
+    schedule: dict[str, Any]  # the learning-rate scheduler's state_dict
+    extra: dict[str, Any]  # a step hook's state
+
+
 def save_checkpoint(
     folder: Path,
     *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    accelerator: Any,
     position: LoopPosition,
-    extra: dict | None = None,
+    schedule: dict[str, Any],
+    extra: dict[str, Any] | None = None,
 ) -> Path:
-    """`extra`: JSON-able state of whatever else the loop must restore (a step hook's)."""
+    """Every process calls this at the same step. `schedule`: the scheduler's state_dict;
+    `extra`: JSON-able state of whatever else the loop must restore (a step hook's)."""
     final = folder / CHECKPOINT_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".checkpoint.", dir=folder))
+    tmp = folder / _TMP_DIR
+    main = accelerator.is_main_process
+    if main:
+        shutil.rmtree(tmp, ignore_errors=True)  # a save killed midway: never published, never read
+        tmp.mkdir(parents=True)
+    accelerator.wait_for_everyone()
     try:
-        save_model(model, str(tmp / "model.safetensors"))
-        torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-        torch.save({"torch": torch.get_rng_state()}, tmp / "rng.pt")
-        state = {
-            "position": asdict(position),
-            "python_random": _jsonable(random.getstate()),
-            "extra": extra or {},
-        }
-        (tmp / "state.json").write_text(json.dumps(state))
-        (tmp / MANIFEST).write_text(json.dumps(file_manifest(tmp)))
-        old = folder / OLD_CHECKPOINT_DIR
-        # A leftover of a kill during the cleanup below: superseded by `final`, which load checked.
-        shutil.rmtree(old, ignore_errors=True)
-        if final.exists():
-            final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        with _without_tied_weights_warning():
+            accelerator.save_state(str(tmp), safe_serialization=True)
+        accelerator.wait_for_everyone()
+        if main:
+            state = {
+                "position": asdict(position),
+                "processes": accelerator.num_processes,
+                "schedule": schedule,
+                "extra": extra or {},
+            }
+            (tmp / _STATE).write_text(json.dumps(state))
+            (tmp / MANIFEST).write_text(json.dumps(file_manifest(tmp)))
+            old = folder / OLD_CHECKPOINT_DIR
+            # A leftover of a kill during the cleanup below: superseded by `final`, which load
+            # checked.
+            shutil.rmtree(old, ignore_errors=True)
+            if final.exists():
+                final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if main:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
+    accelerator.wait_for_everyone()
     return final
 
 
 def load_checkpoint(
-    folder: Path, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer
-) -> LoopPosition | None:
-    """Restore in place and return where the loop stopped, or None when there is no usable
-    checkpoint (none, or every one damaged: each damaged one is set aside with one line)."""
+    folder: Path, *, accelerator: Any, model: torch.nn.Module, optimizer: Any
+) -> Resumed | None:
+    """Every process calls this after `accelerator.prepare(model, optimizer)`: restore them in
+    place and return where the loop stopped, or None when there is no usable checkpoint (none, or
+    every one damaged: the main process sets each damaged one aside with one line)."""
+    from accelerate.utils import broadcast_object_list
+
+    def from_main(value: Any) -> Any:  # the main process looks at the files; all act alike
+        return broadcast_object_list([value])[0]
+
+    main = accelerator.is_main_process
     path = folder / CHECKPOINT_DIR
     # `.checkpoint.old` is the previous checkpoint when a kill fell between the two renames of
     # save_checkpoint; beside a sound `checkpoint/` it is a superseded leftover, never read.
-    candidates = [p for p in (path, folder / OLD_CHECKPOINT_DIR) if p.is_dir()]
+    candidates = from_main(
+        [p for p in (path, folder / OLD_CHECKPOINT_DIR) if p.is_dir()] if main else None
+    )
     for index, candidate in enumerate(candidates):
-        problem = _checkpoint_problem(candidate)
+        problem = from_main(_checkpoint_problem(candidate) if main else None)
         if problem is None:
-            position, problem = _restore(candidate, model=model, optimizer=optimizer)
-            if position is not None:
-                if candidate != path:
+            resumed, problem = _restore(
+                candidate, accelerator=accelerator, model=model, optimizer=optimizer
+            )
+            if resumed is not None:
+                if main and candidate != path:
                     candidate.rename(path)
-                return position
-        aside = set_aside(candidate)
-        then = (
-            f"trying the previous checkpoint {candidates[index + 1].name}"
-            if index + 1 < len(candidates)
-            else "restarting the run from scratch"
-        )
-        note(f"checkpoint {candidate} is damaged ({problem}); set aside as {aside.name}; {then}")
+                accelerator.wait_for_everyone()
+                return resumed
+        if main:
+            aside = set_aside(candidate)
+            then = (
+                f"trying the previous checkpoint {candidates[index + 1].name}"
+                if index + 1 < len(candidates)
+                else "restarting the run from scratch"
+            )
+            note(f"checkpoint {candidate} {problem}; set aside as {aside.name}; {then}")
+    accelerator.wait_for_everyone()
     return None
 
 
 def _checkpoint_problem(path: Path) -> str | None:
-    if not (path / MANIFEST).is_file():  # written before checksums existed: _restore decides
-        missing = [name for name in _FILES if not (path / name).is_file()]
-        return f"{missing[0]}: missing" if missing else None
+    if (path / _BEFORE_SAVE_STATE).is_file():
+        return "was written by an older forgetbench (before checkpoints kept every process's state)"
+    if not (path / MANIFEST).is_file():
+        return f"is damaged ({MANIFEST}: missing)"
     manifest, problem = read_record(path / MANIFEST)
-    return problem if manifest is None else manifest_problem(path, manifest)
+    problem = problem if manifest is None else manifest_problem(path, manifest)
+    return None if problem is None else f"is damaged ({problem})"
 
 
 def _restore(
-    path: Path, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer
-) -> tuple[LoopPosition | None, str | None]:
-    """Load everything, then apply; on failure put the model back as it was (a failed resume
-    restarts from scratch, which must start from the untouched initial weights)."""
-    backup = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    path: Path, *, accelerator: Any, model: torch.nn.Module, optimizer: Any
+) -> tuple[Resumed | None, str | None]:
+    """Load on every process; if any fails, all put the model and optimizer back as they were (a
+    failed resume restarts from scratch, which must start from the untouched initial state)."""
+    from accelerate.utils import gather_object
+
+    model_backup = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    optimizer_backup = copy.deepcopy(optimizer.state_dict())
+    problem = None
     try:
-        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
-        position = LoopPosition(**state["position"])
-        python_random = _tupled(state["python_random"])
-        # weights_only: the optimizer and RNG states are tensors and numbers; never unpickle code.
-        optimizer_state = torch.load(path / "optimizer.pt", weights_only=True)
-        rng = torch.load(path / "rng.pt", weights_only=True)["torch"]
-        load_model(model, str(path / "model.safetensors"))
-        optimizer.load_state_dict(optimizer_state)
+        state = json.loads((path / _STATE).read_text(encoding="utf-8"))
+        if state["processes"] != accelerator.num_processes:
+            raise ConfigError(
+                f"checkpoint {path} was written by {state['processes']} process(es), this run has "
+                f"{accelerator.num_processes}",
+                f"resume with accelerate launch --num_processes {state['processes']}, "
+                f"or move {path} aside to restart the run",
+            )
+        resumed = Resumed(LoopPosition(**state["position"]), state["schedule"], state["extra"])
+        # load_state reads the optimizer and RNG files (torch.save pickles) through accelerate's
+        # `load`, which passes weights_only=True (torch 2.13's default too) and allows only numpy's
+        # array reconstructors besides tensors: no code runs. They are also our own files, written
+        # by this run into its folder and checked against the manifest above.
+        accelerator.load_state(str(path))
+    except ConfigError:
+        raise  # every process read the same state.json: all stop here, none waits below
     except Exception as exc:  # any unreadable part: the checkpoint is unusable, whatever the cause
-        model.load_state_dict(backup)
-        return None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
-    torch.set_rng_state(rng)
-    random.setstate(python_random)  # type: ignore[arg-type]
-    return position, None
+        problem = f"is damaged ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})"
+    problem = next((p for p in gather_object([problem]) if p is not None), None)
+    if problem is not None:
+        model.load_state_dict(model_backup)
+        optimizer.load_state_dict(optimizer_backup)
+        return None, problem
+    return resumed, None
 
 
-def checkpoint_extra(folder: Path) -> dict:
-    """The `extra` state saved with the checkpoint `load_checkpoint` just restored ({} if none)."""
-    state = json.loads((folder / CHECKPOINT_DIR / "state.json").read_text())
-    return state.get("extra", {})
+@contextlib.contextmanager
+def _without_tied_weights_warning() -> Iterator[None]:
+    """save_state warns `Removed shared tensor {'lm_head.weight'}` at every save of a model with
+    tied embeddings; load_state ties them back (safetensors' load_model), so the line is noise."""
+    logger = logging.getLogger("accelerate.utils.other")
 
+    def keep(record: logging.LogRecord) -> bool:
+        return "Removed shared tensor" not in record.getMessage()
 
-def _jsonable(value: object) -> object:
-    return [_jsonable(v) for v in value] if isinstance(value, tuple | list) else value
-
-
-def _tupled(value: object) -> object:
-    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)

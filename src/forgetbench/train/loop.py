@@ -3,7 +3,8 @@ differ only in their data and their `loss_fn(model, batch) -> scalar` — or, fo
 update is not the gradient of one scalar (NGDiff's two-gradient step), a `StepHook` the loop calls
 in place of `backward` and `optimizer.step()`.
 
-Accelerate handles devices, DDP/FSDP/DeepSpeed (`accelerate launch`) and gradient accumulation.
+Accelerate handles devices, DDP/FSDP/DeepSpeed (`accelerate launch`), gradient accumulation
+and each process's part of a checkpoint (`save_state`, see checkpoint.py).
 The schedule is computed in optimizer steps and stepped by hand once per optimizer step, so one
 process with accumulation and N processes without it follow the same learning-rate curve.
 """
@@ -22,12 +23,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from forgetbench.errors import ConfigError, ForgetbenchError
-from forgetbench.train.checkpoint import (
-    LoopPosition,
-    checkpoint_extra,
-    load_checkpoint,
-    save_checkpoint,
-)
+from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 
 # A loss function returns the scalar to minimise, or (scalar, named parts to log).
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, float]]]
@@ -154,16 +150,19 @@ def train_loop(
         ],
         lr=config.lr,
     )
-    position = load_checkpoint(out, model=model, optimizer=optimizer)
-    if position is not None and step_hook is not None:
-        step_hook.load_state_dict(checkpoint_extra(out))
-    position = position or LoopPosition(0, 0, 0)
+    # Not given to accelerator.prepare: its wrapper steps the schedule once per process, and ours
+    # is already counted in optimizer steps. A checkpoint keeps its state_dict in our JSON.
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: _lr_factor(s, warmup, total_steps)
     )
-    for _ in range(position.step):
-        scheduler.step()  # LambdaLR is a pure function of the step count: replaying restores it
     model, optimizer = accelerator.prepare(model, optimizer)
+    position = LoopPosition(0, 0, 0)
+    resumed = load_checkpoint(out, accelerator=accelerator, model=model, optimizer=optimizer)
+    if resumed is not None:
+        position = resumed.position
+        scheduler.load_state_dict(resumed.schedule)
+        if step_hook is not None:
+            step_hook.load_state_dict(resumed.extra)
 
     log_path = out / TRAIN_LOG
     losses = []
@@ -259,18 +258,13 @@ def train_loop(
                         if end_of_epoch
                         else LoopPosition(step, epoch, index + 1)
                     )
-                    accelerator.wait_for_everyone()
-                    if accelerator.is_main_process:
-                        save_checkpoint(
-                            out,
-                            model=accelerator.unwrap_model(model),
-                            optimizer=optimizer.optimizer
-                            if hasattr(optimizer, "optimizer")
-                            else optimizer,
-                            position=next_position,
-                            extra=step_hook.state_dict() if step_hook is not None else None,
-                        )
-                    accelerator.wait_for_everyone()
+                    save_checkpoint(
+                        out,
+                        accelerator=accelerator,
+                        position=next_position,
+                        schedule=scheduler.state_dict(),
+                        extra=step_hook.state_dict() if step_hook is not None else None,
+                    )
                 if on_step is not None:
                     on_step(step, model)
     return LoopResult(steps=step, losses=losses, seconds=time.perf_counter() - started)
@@ -319,11 +313,16 @@ def _epoch_loader(
     # carrying sampler state around.
     generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
     order = torch.randperm(len(examples), generator=generator).tolist()
+    # `generator` also feeds the seed each new iterator draws (for workers), which would otherwise
+    # come from the global RNG: a resumed run opens its epoch's iterator after the checkpoint
+    # restored that RNG, the uninterrupted run before, so a loss that draws random numbers would
+    # see them shifted by one.
     return DataLoader(
         [examples[i] for i in order],
         batch_size=config.per_device_batch_size,
         shuffle=False,
         collate_fn=collate_fn,
+        generator=generator,
     )
 
 

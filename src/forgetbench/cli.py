@@ -294,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "target",
         help="what to time: train (pretrain + finetune + retain90) | "
-        "eval (TOFU evaluation, fast path vs a naive reference; checks both agree)",
+        "eval (TOFU evaluation, fast path vs a naive reference; checks both agree) | "
+        "study (forgetbench run, cold: per stage, per job, training/scoring/generation shares)",
     )
     _config_options(bench, "bench")
 
@@ -361,6 +362,8 @@ def _refuse_unused(
     unused = dict(UNUSED[command])
     if command == "bench" and args.target == "train":
         unused.update(UNUSED["bench train"])
+    if command == "bench" and args.target == "study":
+        unused = {**UNUSED["run"], **UNUSED["bench study"]}
     miniature = config.benchmark.name == "mini" and not args.model and not args.data
     if not miniature:
         unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
@@ -745,13 +748,23 @@ def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.console import print_rows
     from forgetbench.study.bench import bench_training
 
+    if args.target not in ("train", "eval", "study"):
+        raise UnknownNameError("benchmark target", args.target, ("train", "eval", "study"))
     config = _resolve_config(args)
-    if args.target not in ("train", "eval"):
-        raise UnknownNameError("benchmark target", args.target, ("train", "eval"))
     if not args.out:
         raise _UsageError("forgetbench bench: --out is required", "pass a scratch run folder")
     if args.target == "eval":
         return _bench_eval(args, config)
+    if args.target == "study":
+        from forgetbench.study.bench import bench_study
+
+        _quiet_transformers()
+        result = bench_study(Path(args.out), config, progress=not args.json)
+        if not args.json:
+            print_rows(result["stages"] + result["jobs"], title=f"study, scale {config.scale}")
+            shares = ", ".join(f"{k} {v:.0%}" for k, v in result["shares"].items())
+            print(f"wall {result['wall_seconds']:.1f} s on {result['workers']} workers; {shares}")
+        return result
     result = bench_training(
         Path(args.out), scale=config.scale, seed=config.seed, progress=not args.json
     )
@@ -817,12 +830,14 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
                 "answer tokens/s": p["answer_tokens_per_s"],
                 "model tokens": p["model_tokens"]["total"],
                 "GFLOP/s": round(p["flop_per_s"] / 1e9, 2),
+                "of peak": f"{report['fraction_of_peak'][name]:.1%}",
                 "peak RSS MiB": p["peak_rss_mib"],
             }
             for name, p in report["paths"].items()
         ]
         print_rows(rows, title=f"TOFU evaluation, {report['questions']} questions: {model_dir}")
         print(
+            f"matmul peak {report['matmul_peak_flop_per_s'] / 1e9:.0f} GFLOP/s; "
             f"speedup {report['speedup']}x (scoring {report['scoring_speedup']}x, "
             f"generation {report['generation_speedup']}x); max abs difference "
             f"{report['max_abs_diff']:.2e} at {report['max_abs_diff_at'] or '-'}; "

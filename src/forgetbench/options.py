@@ -147,6 +147,11 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "method": "bench " + _NO_UNLEARNING,
         "study": _STUDY,
     },
+    # `bench study` times `forgetbench run` on the built-in miniature: it reads what run reads.
+    "bench study": {
+        "model": "bench study times the built-in miniature's study",
+        "benchmark": "bench study times the built-in miniature's study",
+    },
     # `bench train` times generate, pretrain, finetune and retain90 of the miniature at --scale.
     "bench train": {
         "model": "bench train times the built-in miniature's training",

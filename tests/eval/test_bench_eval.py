@@ -110,6 +110,14 @@ def test_report_counts_the_work_of_each_path(study):
     for path in (fast, naive):
         assert path["seconds"] >= path["scoring_seconds"] + path["generation_seconds"] > 0
         assert path["flop_per_s"] > 0 and path["peak_rss_mib"] > 0
+    # A tiny model's small matmuls reach a fraction of the machine's dense-matmul rate.
+    assert report["matmul_peak_flop_per_s"] > 1e9
+    for name, path in report["paths"].items():
+        fraction = report["fraction_of_peak"][name]
+        assert fraction == pytest.approx(
+            path["flop_per_s"] / report["matmul_peak_flop_per_s"], 1e-2
+        )
+        assert 0 < fraction < 1
 
 
 def _bench_argv(study, out: Path) -> list[str]:

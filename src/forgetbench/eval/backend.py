@@ -9,6 +9,7 @@ numbers to float rounding (tested), so tasks never care which one answers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -78,8 +79,24 @@ class FastBackend:
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        # Wall time served per kind of request: where an evaluation's time goes (bench study).
+        self.seconds = {"scoring": 0.0, "generation": 0.0}
 
     def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
+        started = time.perf_counter()
+        try:
+            return self._score(requests)
+        finally:
+            self.seconds["scoring"] += time.perf_counter() - started
+
+    def generate(self, requests: Sequence[Generate]) -> list[str]:
+        started = time.perf_counter()
+        try:
+            return self._generate(requests)
+        finally:
+            self.seconds["generation"] += time.perf_counter() - started
+
+    def _score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
         out: list[tuple[AnswerScore, ...]] = [()] * len(requests)
         groups = _by_options(requests, lambda r: (r.add_eos, r.max_length, len(r.answers) > 1))
         for (add_eos, max_length, shared), rows in groups.items():
@@ -102,7 +119,7 @@ class FastBackend:
                 out[i] = answers
         return out
 
-    def generate(self, requests: Sequence[Generate]) -> list[str]:
+    def _generate(self, requests: Sequence[Generate]) -> list[str]:
         out = [""] * len(requests)
         for max_new_tokens, rows in _by_options(requests, lambda r: r.max_new_tokens).items():
             texts = greedy_generate(

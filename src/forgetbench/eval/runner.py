@@ -81,9 +81,11 @@ def evaluate_model(
     benchmark: str,
     options: EvalConfig,
     max_length: int,
+    phases: dict[str, float] | None = None,
 ) -> tuple[EvalLog | None, dict[str, Any], dict[str, Any]]:
     """(TOFU log or None, scores, extra per-item logs) for one loaded model: every task that
-    applies (`TASK_ORDER`), answered by the fast backend, then LUME's final score."""
+    applies (`TASK_ORDER`), answered by the fast backend, then LUME's final score. `phases`, when
+    given, receives the seconds spent scoring and generating."""
     check_utility_options(options)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
@@ -106,6 +108,8 @@ def evaluate_model(
     # Utility: eval.lume_mmlu if given, else the background MC accuracy; an lm-eval MMLU is
     # combined by the caller, after.
     scores.update(lume_final_scores(scores, given_mmlu=options.lume_mmlu))
+    if phases is not None:
+        phases.update(backend.seconds)
     return log, scores, extra
 
 

@@ -1,5 +1,5 @@
-"""`forgetbench bench train`: wall time and peak memory of the default study's training stages.
-Speed figures live here, not in timed tests."""
+"""`forgetbench bench train` and `bench study`: wall time and peak memory of the default study's
+training stages, and of a whole study. Speed figures live here, not in timed tests."""
 
 from __future__ import annotations
 
@@ -83,3 +83,68 @@ def _peak_rss_mib() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes.
     return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)
+
+
+def bench_study(out: Path, config: Any, *, progress: bool = True) -> dict[str, Any]:
+    """`forgetbench run` in an empty `out` with the shared cache off, so every stage runs: wall
+    time per stage and per job, and how the work (process-seconds, summed over workers) splits
+    into training, scoring and generation."""
+    import os
+
+    from forgetbench.cache import CACHE_ENV
+    from forgetbench.errors import ConfigError
+    from forgetbench.study.run import run_study
+
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(
+            f"{out} is not empty", "bench study needs an empty --out folder to time every stage"
+        )
+    previous = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = "off"  # worker processes inherit it
+    try:
+        results = run_study(config, out=out, progress=progress)
+    finally:
+        if previous is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = previous
+    timings = results["timings"]
+    training_stages = ("pretrain", "finetune")
+    stages = [
+        {"stage": name, "seconds": seconds}
+        for name, seconds in timings.items()
+        if name in ("data", *training_stages) or name.startswith("retain_")
+    ]
+    jobs = [
+        {"stage": name, "seconds": seconds}
+        for name, seconds in timings.items()
+        if name.startswith(("unlearn_", "eval_"))
+    ]
+    training = sum(row["seconds"] for row in stages if row["stage"] != "data")
+    training += sum(row["seconds"] for row in jobs if row["stage"].startswith("unlearn_"))
+    evaluation = sum(row["seconds"] for row in jobs if row["stage"].startswith("eval_"))
+    scoring, generation = timings["scoring_seconds"], timings["generation_seconds"]
+    work = training + evaluation
+    return {
+        "scale": config.scale,
+        "splits": config.study.splits,
+        "methods": config.study.methods,
+        "workers": results["workers"],
+        "wall_seconds": timings["total"],
+        "stages": stages,
+        "jobs": jobs,
+        "process_seconds": {
+            "training": round(training, 1),
+            "evaluation": round(evaluation, 1),
+            "scoring": round(scoring, 1),
+            "generation": round(generation, 1),
+        },
+        # Evaluation time outside the backend (loading models, tokenising, metrics) is "other".
+        "shares": {
+            "training": round(training / work, 3),
+            "scoring": round(scoring / work, 3),
+            "generation": round(generation / work, 3),
+            "other": round(1 - (training + scoring + generation) / work, 3),
+        },
+        "peak_rss_mib_main_process": _peak_rss_mib(),  # workers are other processes
+    }

@@ -5,7 +5,7 @@ already in its folder, computed and written (logs first, summary last) when not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ class Evaluated:
     log: EvalLog | None
     scores: dict[str, Any]
     folder: Path
+    # Seconds this call spent scoring and generating (none when it came from the cache).
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def evaluate_cached(
@@ -70,12 +72,13 @@ def _evaluate(
     loaded, tokenizer = load_model(
         model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code
     )
+    phases: dict[str, float] = {}
     log, scores, extra = evaluate_model(
         loaded, tokenizer, study.template, data=study.data, split=split,
-        benchmark=study.benchmark, options=options, max_length=study.max_length,
+        benchmark=study.benchmark, options=options, max_length=study.max_length, phases=phases,
     )  # fmt: skip
     if extend is not None:
         scores.update(extend(log, scores))
     info = info if info is not None else {"model": str(model_dir), "split": split}
     write_evaluation(folder, key, log, scores, extra, info)
-    return Evaluated(log, scores, folder)
+    return Evaluated(log, scores, folder, phases)

@@ -303,12 +303,20 @@ def _run_jobs(
 
     rows: list[dict[str, Any]] = []
     examples: list[dict[str, Any]] = []
+    # Process-seconds every evaluation spent scoring and generating (0 for cached ones).
+    phases = {"scoring": 0.0, "generation": 0.0}
+
+    def count(result: Evaluated) -> None:
+        for phase, seconds in result.phases.items():
+            phases[phase] += seconds
+
     for split in splits:
         evaluated = {}
         for role in ("retain", "finetuned", "base"):
             if (split, role) in references:
                 evaluated[role], seconds = references[split, role].result()
                 timings[f"eval_{split}_{role}"] = seconds
+                count(evaluated[role])
         retain_eval = evaluated.get("retain")
         for role, reference in evaluated.items():
             rows.append(_row(split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs))
@@ -320,11 +328,13 @@ def _run_jobs(
             timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
             for step, epoch, final, result in trajectory.snapshots:
+                count(result)
                 rows.append(
                     _row(split, name, step, epoch, result, retain_eval, config, out, retain_logs)
                 )
                 if final:
                     examples += _examples(split, name, step, result.log, config.study.examples)
+    timings.update({f"{phase}_seconds": seconds for phase, seconds in phases.items()})
     return rows, examples
 
 

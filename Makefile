@@ -23,16 +23,16 @@ LOGS := $(SHARED)/data/tofu/reference-eval-logs
 # The demo: TOFU's forget quality and model utility of the published Llama-2 finetuned model
 # (from the TOFU authors' logs), then the whole offline study at small scale on forget10 (every
 # method with a snapshot per epoch, every metric) into runs/demo with its report.
-# 48 new tokens cover every TOFU-shaped answer of the miniature (at most 21 tokens). LUME
-# continuations are cut at 48 too instead of SemEval's 256: the miniature's models never train on
-# the LUME-shaped documents, so their regurgitation is near 0 at any length.
+# The miniature's eval preset (src/forgetbench/presets/mini.yaml) sets 48 new tokens (every
+# TOFU-shaped answer of the miniature is at most 21 tokens; LUME continuations too, the models never
+# train on its documents) and batches of 64. Stages come from the shared cache when an earlier run
+# made them (FORGETBENCH_CACHE, default ~/.cache/forgetbench).
 demo: install
 	@test -d "$(LOGS)" || { echo "make demo: needs the TOFU reference logs at $(LOGS) (set SHARED=...)"; exit 1; }
 	HF_HUB_OFFLINE=1 $(BIN)/forgetbench compare \
 		--reference $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_retain90_wd0 \
 		--candidate $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_full_wd0
-	HF_HUB_OFFLINE=1 $(BIN)/forgetbench run --scale small --splits forget10 \
-		eval.batch_size=64 eval.max_new_tokens=48 eval.lume_max_new_tokens=48 --out runs/demo
+	HF_HUB_OFFLINE=1 $(BIN)/forgetbench run --scale small --splits forget10 --out runs/demo
 
 test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.

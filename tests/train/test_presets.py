@@ -40,3 +40,14 @@ def test_the_tofu_preset_is_tofus_recipe():
 def test_an_unknown_preset_names_the_known_ones():
     with pytest.raises(UnknownNameError, match="unknown preset 'mnii'; did you mean 'mini'"):
         unlearn_preset("mnii", "npo")
+
+
+def test_the_miniature_study_evaluates_with_its_eval_preset_under_the_users_settings():
+    from forgetbench.config import load_config
+    from forgetbench.study.run import with_setup_defaults
+
+    config = load_config(None, ["eval.batch_size=8"])
+    mini = with_setup_defaults(config, model=None, data=None).eval
+    assert (mini.max_new_tokens, mini.lume_max_new_tokens, mini.batch_size) == (48, 48, 8)
+    given = with_setup_defaults(config, model="some/model", data="some/data").eval
+    assert (given.max_new_tokens, given.lume_max_new_tokens, given.batch_size) == (200, 256, 8)

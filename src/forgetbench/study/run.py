@@ -41,6 +41,18 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def with_setup_defaults(config: RunConfig, *, model: str | None, data: str | None) -> RunConfig:
+    """The config with the miniature's eval preset (presets/mini.yaml) under the user's eval.*
+    settings, for the built-in study; results.json records the values used."""
+    from forgetbench.study.resolve import is_miniature
+    from forgetbench.train.presets import eval_preset
+
+    if not is_miniature(config, model, data):
+        return config
+    unset = {k: v for k, v in eval_preset("mini").items() if k not in config.eval.model_fields_set}
+    return config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
+
+
 def load_retain_logs(config: RunConfig, study: Study) -> dict[str, EvalLog]:
     """`study.retain_logs` of the splits with no retain model of ours, read and checked before any
     work: every reference question must be one the evaluation will score (the forget and retain
@@ -207,6 +219,7 @@ def run_study(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     quiet_transformers()
+    config = with_setup_defaults(config, model=model, data=data)
     workers = study_workers(config, model)
     pool = make_pool(workers)
     try:

@@ -139,6 +139,13 @@ def _train_job(
     return stage, time.perf_counter() - started
 
 
+def _external_defaults(name: str) -> tuple[Any, dict[str, object]]:
+    # Module level, not a lambda: a Study travels to worker processes pickled.
+    from forgetbench.study.unlearn import external_unlearn_defaults
+
+    return external_unlearn_defaults()
+
+
 def is_miniature(config: RunConfig, model: str | None, data: str | None) -> bool:
     return config.benchmark.name == "mini" and model is None and data is None
 
@@ -191,7 +198,6 @@ def resolve(
             "evaluate LUME models with 'forgetbench eval --benchmark lume'",
         )
     from forgetbench.modeling import load_tokenizer, resolve_template
-    from forgetbench.study.unlearn import external_unlearn_defaults
 
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     study = Study(
@@ -201,7 +207,7 @@ def resolve(
         {},
         resolve_template(config.model.template, tokenizer, model),
         config.train.max_length,
-        lambda name: external_unlearn_defaults(),
+        _external_defaults,
         # The default benchmark name: a TOFU-layout folder that may carry the miniature's
         # formats and LUME folders beside it.
         benchmark="mini" if config.benchmark.name == "mini" else "tofu",

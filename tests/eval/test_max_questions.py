@@ -103,6 +103,22 @@ def test_it_is_part_of_the_evaluation_cache_key(tmp_path):
     assert key(EvalConfig()) == key(EvalConfig(max_questions=None))
 
 
+def test_a_metric_version_bump_changes_the_evaluation_cache_key(tmp_path, monkeypatch):
+    import dataclasses
+
+    from forgetbench.metrics.info import METRICS
+
+    def key() -> str:
+        return evaluation_key(
+            tmp_path / "model", tmp_path / "data", "forget10", EvalConfig(), "tofu"
+        )
+
+    before = key()
+    bumped = dataclasses.replace(METRICS["forget_quality"], version=99)
+    monkeypatch.setitem(METRICS, "forget_quality", bumped)
+    assert key() != before
+
+
 def test_the_config_checks_it():
     assert load_config(overrides=["eval.max_questions=300"]).eval.max_questions == 300
     assert RunConfig().eval.max_questions is None

@@ -20,6 +20,7 @@ from forgetbench.eval.tasks import TASKS, EvalSetup, run_task
 from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.io import atomic_write_json, read_json, set_aside
 from forgetbench.metrics import mia as mia_metrics
+from forgetbench.metrics.info import METRICS
 
 AGGREGATED_NAME = "eval_log_aggregated.json"  # TOFU's file name, so its tooling reads ours
 EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have
@@ -64,6 +65,9 @@ def evaluation_key(
             str(Path(data).resolve()),
             split,
             benchmark,
+            # A metric whose numbers change bumps its version: evaluations of the old definition,
+            # in any output folder sharing the cache, are not reused for the new one.
+            {name: info.version for name, info in sorted(METRICS.items())},
             # Unset, the newer options leave the keys of earlier evaluations as they were.
             options.model_dump(exclude={k for k in _NEWER_OPTIONS if getattr(options, k) is None}),
         ]

@@ -94,16 +94,26 @@ def entries(root: Path) -> list[dict[str, object]]:
 
 
 def _busy(entry: Path) -> bool:
+    if not entry.with_name(entry.name + LOCK_SUFFIX).exists():
+        return False  # never filled under a lock (a set-aside copy): nothing to ask, nothing made
+    with _unless_held(entry) as free:
+        return not free
+
+
+@contextmanager
+def _unless_held(entry: Path) -> Iterator[bool]:
+    """Take the entry's lock without waiting: True (and held until exit) when no run holds it."""
     lock = entry.with_name(entry.name + LOCK_SUFFIX)
-    if not lock.exists():
-        return False
     with lock.open("a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def clear(root: Path) -> tuple[int, int, list[str]]:
@@ -113,15 +123,12 @@ def clear(root: Path) -> tuple[int, int, list[str]]:
     kept = []
     for item in entries(root):
         entry = root / str(item["kind"]) / str(item["name"])
-        lock = entry.with_name(entry.name + LOCK_SUFFIX)
-        with lock.open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with _unless_held(entry) as free:
+            if not free:
                 kept.append(f"{item['kind']}/{item['name']}")
                 continue
             shutil.rmtree(entry)
-            lock.unlink(missing_ok=True)
+            entry.with_name(entry.name + LOCK_SUFFIX).unlink(missing_ok=True)
         removed += 1
         freed += int(item["bytes"])  # type: ignore[call-overload]
     return removed, freed, kept

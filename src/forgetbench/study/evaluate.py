@@ -5,6 +5,7 @@ already in its folder, computed and written (logs first, summary last) when not.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,43 +43,31 @@ def evaluate_cached(
 ) -> Evaluated:
     """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
     user names and owns); otherwise it is a link to the shared cache's entry of the same key."""
-    from forgetbench.eval.runner import evaluation_key
+    from forgetbench.eval.runner import (
+        cached_evaluation,
+        evaluate_model,
+        evaluation_key,
+        write_evaluation,
+    )
+    from forgetbench.modeling import load_model
 
     model = model or ModelConfig()
     key = evaluation_key(model_dir, study.data, split, options, study.benchmark)
-    if not shared:
-        return _evaluate(model_dir, study, split, options, folder, key, model, info, extend)
-    with shared_entry(folder, kind="evaluations", name=key):
-        return _evaluate(model_dir, study, split, options, folder, key, model, info, extend)
-
-
-def _evaluate(
-    model_dir: str | Path,
-    study: Study,
-    split: str,
-    options: EvalConfig,
-    folder: Path,
-    key: str,
-    model: ModelConfig,
-    info: dict[str, Any] | None,
-    extend: Extension | None,
-) -> Evaluated:
-    from forgetbench.eval.runner import cached_evaluation, evaluate_model, write_evaluation
-    from forgetbench.modeling import load_model
-
-    cached = cached_evaluation(folder, key)
-    if cached is not None:
-        return Evaluated(cached[0], cached[1], folder)
-    loaded, tokenizer = load_model(
-        model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code
-    )
-    phases: dict[str, float] = {}
-    log, scores, extra = evaluate_model(
-        loaded, tokenizer, study.template, data=study.data, split=split,
-        benchmark=study.benchmark, options=options, max_length=study.max_length, phases=phases,
-    )  # fmt: skip
-    if extend is not None:
-        scores.update(extend(log, scores))
-    info = info if info is not None else {"model": str(model_dir), "split": split}
-    write_evaluation(folder, key, log, scores, extra, info)
-    return Evaluated(log, scores, folder, phases)
+    with shared_entry(folder, kind="evaluations", name=key) if shared else nullcontext():
+        cached = cached_evaluation(folder, key)
+        if cached is not None:
+            return Evaluated(cached[0], cached[1], folder)
+        loaded, tokenizer = load_model(
+            model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code
+        )
+        phases: dict[str, float] = {}
+        log, scores, extra = evaluate_model(
+            loaded, tokenizer, study.template, data=study.data, split=split,
+            benchmark=study.benchmark, options=options, max_length=study.max_length,
+            phases=phases,
+        )  # fmt: skip
+        if extend is not None:
+            scores.update(extend(log, scores))
+        info = info if info is not None else {"model": str(model_dir), "split": split}
+        write_evaluation(folder, key, log, scores, extra, info)
+        return Evaluated(log, scores, folder, phases)

@@ -84,30 +84,26 @@ class Miniature:
     def model(self, split: str, *, seed: int | None = None) -> Any:  # StageResult
         """`full` -> the finetuned model; `retainNN` -> a retain model (at `seed`, default the
         study's)."""
-        return _train_job(
-            self.out, self.data, self.base.model_dir, split,
-            {"scale": self.scale, "seed": self.seed if seed is None else seed,
-             "train": self.train, "progress": self.progress},
-        )[0]  # fmt: skip
+        options = self._options(progress=self.progress, seed=seed)
+        return _train_job(self.out, self.data, self.base.model_dir, split, options)[0]
 
     def models(self, stages: dict[str, str], pool: Any) -> dict[str, Any]:
         """Finetuned/retain models (stage label -> split) that only need the base, trained side
         by side in `pool`; each label's wall time goes to `timings`."""
         base = self.base.model_dir
-        common = {
-            "scale": self.scale,
-            "seed": self.seed,
-            "train": self.train,
-            # Progress bars from parallel workers would interleave; in this process they show.
-            "progress": self.progress and isinstance(pool, InlinePool),
-        }
+        # Progress bars from parallel workers would interleave; in this process they show.
+        options = self._options(progress=self.progress and isinstance(pool, InlinePool))
         jobs = {
-            label: pool.submit(_train_job, self.out, self.data, base, split, common)
+            label: pool.submit(_train_job, self.out, self.data, base, split, options)
             for label, split in stages.items()
         }
         trained = {label: job.result() for label, job in jobs.items()}
         self.timings.update({label: seconds for label, (_, seconds) in trained.items()})
         return {label: stage for label, (stage, _) in trained.items()}
+
+    def _options(self, *, progress: bool, seed: int | None = None) -> dict[str, Any]:
+        seed = self.seed if seed is None else seed
+        return {"scale": self.scale, "seed": seed, "train": self.train, "progress": progress}
 
     @property
     def template(self) -> Any:

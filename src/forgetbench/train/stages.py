@@ -138,76 +138,55 @@ def run_stage(
     key = stage_key(name=name, examples=examples, config=config, parent=parent_id, lora=lora)
     folder = Path(run_dir) / "models" / f"{name}-{key}"
     with shared_entry(folder, kind="models", name=folder.name):
-        return _train_stage(
-            folder, name=name, key=key, parent=parent, parent_id=parent_id, examples=examples,
-            config=config, lora=lora, progress=progress, parent_model=parent_model,
-            trust_remote_code=trust_remote_code,
-        )  # fmt: skip
+        record = folder / STAGE_FILE
+        info = reuse_finished(folder, STAGE_FILE, required=("losses", "seconds"))
+        if info is not None:
+            return StageResult(name, folder / "model", True, info["losses"], info["seconds"])
 
+        model, tokenizer = (
+            parent_model
+            if parent_model is not None
+            else load_model(parent, trust_remote_code=trust_remote_code)
+        )
+        if lora:
+            model = apply_lora(model, **lora)
 
-def _train_stage(
-    folder: Path,
-    *,
-    name: str,
-    key: str,
-    parent: str | Path,
-    parent_id: str,
-    examples: Sequence[Encoded],
-    config: LoopConfig,
-    lora: dict[str, Any] | None,
-    progress: bool,
-    parent_model: Any,
-    trust_remote_code: bool,
-) -> StageResult:
-    record = folder / STAGE_FILE
-    info = reuse_finished(folder, STAGE_FILE, required=("losses", "seconds"))
-    if info is not None:
-        return StageResult(name, folder / "model", True, info["losses"], info["seconds"])
+        def loss_fn(m: Any, batch: dict) -> Any:
+            # TOFU's recipe: mean NLL over each sample's answer tokens, then the batch mean.
+            return per_sample_nll(forward_logits(m, batch), batch["labels"]).mean()
 
-    model, tokenizer = (
-        parent_model
-        if parent_model is not None
-        else load_model(parent, trust_remote_code=trust_remote_code)
-    )
-    if lora:
-        model = apply_lora(model, **lora)
-
-    def loss_fn(m: Any, batch: dict) -> Any:
-        # TOFU's recipe: mean NLL over each sample's answer tokens, then the batch mean.
-        return per_sample_nll(forward_logits(m, batch), batch["labels"]).mean()
-
-    started = time.perf_counter()
-    result = train_loop(
-        model,
-        examples,
-        loss_fn=loss_fn,
-        collate_fn=lambda batch: collate(batch, pad_id=tokenizer.pad_token_id),
-        config=config,
-        out_dir=folder / "work",
-        progress=progress,
-    )
-    if lora:
-        model = merge_lora(model)
-    seconds = time.perf_counter() - started
-    publish_model(
-        folder,
-        model,
-        tokenizer,
-        record=record,
-        payload={
-            "stage": name,
-            "key": key,
-            "parent": str(parent),
-            "parent_fingerprint": parent_id,
-            "examples": len(examples),
-            "config": asdict(config),
-            "lora": lora,
-            "losses": result.losses,
-            "seconds": seconds,
-            "forgetbench": __version__,
-        },
-    )
-    return StageResult(name, folder / "model", False, result.losses, seconds)
+        started = time.perf_counter()
+        result = train_loop(
+            model,
+            examples,
+            loss_fn=loss_fn,
+            collate_fn=lambda batch: collate(batch, pad_id=tokenizer.pad_token_id),
+            config=config,
+            out_dir=folder / "work",
+            progress=progress,
+        )
+        if lora:
+            model = merge_lora(model)
+        seconds = time.perf_counter() - started
+        publish_model(
+            folder,
+            model,
+            tokenizer,
+            record=record,
+            payload={
+                "stage": name,
+                "key": key,
+                "parent": str(parent),
+                "parent_fingerprint": parent_id,
+                "examples": len(examples),
+                "config": asdict(config),
+                "lora": lora,
+                "losses": result.losses,
+                "seconds": seconds,
+                "forgetbench": __version__,
+            },
+        )
+        return StageResult(name, folder / "model", False, result.losses, seconds)
 
 
 def loop_config(config: RunConfig) -> LoopConfig:

@@ -15,6 +15,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 CACHE_ENV = "FORGETBENCH_CACHE"
@@ -22,8 +23,25 @@ OFF = ("", "0", "off", "none", "false")
 LOCK_SUFFIX = ".lock"
 
 
+_suspended: ContextVar[bool] = ContextVar("forgetbench_cache_suspended", default=False)
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """Stages made inside stay in their own folders: scratch work (models deleted right after)
+    must not fill the cache."""
+    token = _suspended.set(True)
+    try:
+        yield
+    finally:
+        _suspended.reset(token)
+
+
 def cache_root() -> Path | None:
-    """The shared cache's folder, or None when `FORGETBENCH_CACHE` turns it off."""
+    """The shared cache's folder, or None when `FORGETBENCH_CACHE` turns it off (or inside
+    `suspended`)."""
+    if _suspended.get():
+        return None
     value = os.environ.get(CACHE_ENV)
     if value is None:
         home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

@@ -188,6 +188,11 @@ class EvalConfig(_Section):
     )
 
 
+# Robustness attacks (forgetbench.attacks): each is scored on the B half of the forget set.
+ATTACKS = ("relearn", "relearn_full", "quantize", "incontext")
+QUANT_SCHEMES = ("int8", "int4", "nf4")
+
+
 class StudyConfig(_Section):
     """What `forgetbench run` covers: every method on every split, each evaluated along its
     trajectory (one snapshot per epoch by default)."""
@@ -206,6 +211,10 @@ class StudyConfig(_Section):
         False, description="also run the formats and LUME tasks on every trajectory snapshot"
     )
     examples: int = Field(3, ge=0, description="forget-set generations shown per method")
+    # On each method's final model and the finetuned and retain models (the references).
+    attacks: list[Literal[ATTACKS]] = Field(  # type: ignore[valid-type]
+        list(ATTACKS), description="robustness attacks in the study; [] = none"
+    )
     # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`).
     retain_logs: dict[str, str] = Field(
         default_factory=dict,
@@ -219,6 +228,42 @@ class StudyConfig(_Section):
         ge=0,
         description="parallel processes; 0 = one per CPU core for the built-in study on "
         "CPU, 1 on a GPU, under accelerate launch or with --model",
+    )
+
+
+class AttackConfig(_Section):
+    """Robustness attacks: `forgetbench attack`, and `study.attacks` in `forgetbench run`. Every
+    attacked model gets the same budget."""
+
+    relearn_lr: float | None = Field(
+        None,
+        gt=0,
+        description="relearning learning rate; unset = the model's finetuning rate (the "
+        "miniature's recipe, else train.lr)",
+    )
+    relearn_epochs: int = Field(1, ge=1, description="relearning epochs on the forget set's A half")
+    relearn_batch_size: int = Field(4, ge=1, description="relearning batch size (questions)")
+    relearn_full_rounds: int = Field(
+        5,
+        ge=1,
+        description="relearn_full: at most this many rounds of relearn_epochs on the whole "
+        "forget set",
+    )
+    relearn_target: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="relearn_full stops once forget ROUGE-L reaches this fraction of the "
+        "finetuned model's",
+    )
+    quantize: list[Literal[QUANT_SCHEMES]] = Field(  # type: ignore[valid-type]
+        list(QUANT_SCHEMES), description="quantisation schemes (simulated, see docs/metrics.md)"
+    )
+    group_size: int = Field(
+        0, ge=0, description="int8/int4 weights per scale along a row; 0 = one per output channel"
+    )
+    incontext_k: int = Field(
+        3, ge=1, description="A-half facts about the same author shown before each B question"
     )
 
 
@@ -240,6 +285,7 @@ class RunConfig(_Section):
     )
     eval: EvalConfig = Field(default_factory=EvalConfig)
     study: StudyConfig = Field(default_factory=StudyConfig)
+    attack: AttackConfig = Field(default_factory=AttackConfig)
 
 
 def load_config(

@@ -61,6 +61,7 @@ _NUMBER_PREFIXES = (
     "formats/",
     "mia/",
     "lume/",
+    "attack/",
 )
 # The two LUME keys that are not numbers: which utility entered the final score, and the flag.
 _TEXT_KEYS = frozenset({"lume/utility_source"})

@@ -34,6 +34,8 @@ class Study:
     max_length: int
     unlearn_defaults: UnlearnDefaults  # method name -> (LoopConfig, options) for this model
     benchmark: str = "tofu"  # the evaluation's data layout: "mini" or "tofu"
+    # The learning rate the finetuned model was trained with: the relearning attack's default.
+    finetune_lr: float | None = None
 
 
 @dataclass
@@ -104,6 +106,12 @@ class Miniature:
     def _options(self, *, progress: bool, seed: int | None = None) -> dict[str, Any]:
         seed = self.seed if seed is None else seed
         return {"scale": self.scale, "seed": seed, "train": self.train, "progress": progress}
+
+    def finetune_loop(self) -> Any:  # LoopConfig
+        """The finetuned and retain models' training loop (the recipe under the user's train.*)."""
+        from forgetbench.train.mini import mini_finetune_config
+
+        return mini_finetune_config(self.scale, seed=self.seed, train=self.train)[0]
 
     @property
     def template(self) -> Any:
@@ -180,6 +188,7 @@ def resolve(
             mini.max_length,
             mini.unlearn_defaults(),
             benchmark="mini",
+            finetune_lr=mini.finetune_loop().lr,
         )
         return study, mini.timings
     if model is None or data is None:
@@ -207,5 +216,6 @@ def resolve(
         # The default benchmark name: a TOFU-layout folder that may carry the miniature's
         # formats and LUME folders beside it.
         benchmark="mini" if config.benchmark.name == "mini" else "tofu",
+        finetune_lr=config.train.lr,
     )
     return study, {}

@@ -12,7 +12,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forgetbench import __version__
 from forgetbench.config import RunConfig
@@ -23,6 +23,9 @@ from forgetbench.results import RESULTS_FILE, Results
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.pool import InlinePool, make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import Study, resolve
+
+if TYPE_CHECKING:
+    from forgetbench.study.attack import AttackOutcome
 
 CSV_NAME = "results.csv"
 
@@ -149,6 +152,7 @@ class Trajectory:
     snapshots: list[tuple[int, float, bool, Evaluated]]  # step, epoch, final, evaluation
     unlearn_seconds: float
     eval_seconds: float
+    final_model: Path  # the last snapshot's model folder, which the attacks start from
 
 
 def _evaluate(
@@ -206,7 +210,21 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
         )  # fmt: skip
         epoch = loop.epochs * step / total_steps if total_steps else 0.0
         snapshots.append((step, epoch, final, evaluated))
-    return Trajectory(snapshots, unlearn_seconds, time.perf_counter() - t)
+    final_model = result.snapshots[-1][1]
+    return Trajectory(snapshots, unlearn_seconds, time.perf_counter() - t, final_model)
+
+
+def _attack_job(
+    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, target: float | None
+) -> tuple[AttackOutcome, float]:
+    from forgetbench.study.attack import attack_model
+
+    t = time.perf_counter()
+    outcome = attack_model(
+        model_dir, study, config, split=split, folder=folder, attacks=config.study.attacks,
+        relearn_target=target,
+    )  # fmt: skip
+    return outcome, time.perf_counter() - t
 
 
 def run_study(
@@ -253,18 +271,12 @@ def run_study(
     return results
 
 
-def _run_jobs(
-    study: Study,
-    config: RunConfig,
-    out: Path,
-    pool: Any,
-    timings: dict[str, float],
-    *,
-    retain_logs: dict[str, EvalLog],
-    progress: bool,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every evaluation and method run of the study as pool jobs; rows in a fixed order
-    (split, then retain / finetuned / base, then each method's steps) whatever finishes first."""
+Job = tuple[tuple[str, str], str, Any, tuple]  # key, label, function, args
+
+
+def _run_pool(pool: Any, jobs: list[Job], *, title: str, progress: bool) -> dict[Any, Future]:
+    """Every job submitted to `pool` with a progress bar; returns its futures by key once all
+    finished (the first failure stops the study with its own message)."""
     from concurrent.futures import as_completed
 
     from rich.progress import (
@@ -275,8 +287,45 @@ def _run_jobs(
         TimeRemainingColumn,
     )
 
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    futures: dict[Any, Future] = {}
+    with Progress(*columns, disable=not progress, transient=False) as bar:
+        task = bar.add_task(f"{title} ({pool.workers} workers)", total=len(jobs))
+        inline = isinstance(pool, InlinePool)  # a job runs inside submit, one at a time
+        labels: dict[Future, str] = {}
+        for key, label, function, args in jobs:
+            bar.update(task, description=label if inline else "submitting")
+            futures[key] = pool.submit(function, *args)
+            labels[futures[key]] = label
+            bar.update(task, advance=1 if inline else 0)
+        for job in as_completed(labels):
+            job.result()
+            if not inline:
+                bar.update(task, advance=1, description=f"done {labels[job]}")
+    return futures
+
+
+def _run_jobs(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    pool: Any,
+    timings: dict[str, float],
+    *,
+    retain_logs: dict[str, EvalLog],
+    progress: bool,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every evaluation and method run of the study as pool jobs, then the attacks on the final
+    models; rows in a fixed order (split, then retain / finetuned / base, then each method's
+    steps) whatever finishes first."""
     splits, methods = config.study.splits, config.study.methods
-    jobs: list[tuple[tuple[str, str], str, Any, tuple]] = []  # key, label, function, args
+    jobs: list[Job] = []
     for split in splits:
         models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
         models["base"] = study.base
@@ -290,29 +339,10 @@ def _run_jobs(
         for name in methods:
             args = (study, config, out, split, name)
             jobs.append(((split, name), f"{split}: {name}", _method_job, args))
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    futures: dict[tuple[str, str], Future] = {}
-    with Progress(*columns, disable=not progress, transient=False) as bar:
-        task = bar.add_task(f"study ({pool.workers} workers)", total=len(jobs))
-        inline = isinstance(pool, InlinePool)  # a job runs inside submit, one at a time
-        labels: dict[Future, str] = {}
-        for key, label, function, args in jobs:
-            bar.update(task, description=label if inline else "submitting")
-            futures[key] = pool.submit(function, *args)
-            labels[futures[key]] = label
-            bar.update(task, advance=1 if inline else 0)
-        for job in as_completed(labels):
-            job.result()  # the first failure stops the study with its own message
-            if not inline:
-                bar.update(task, advance=1, description=f"done {labels[job]}")
+    futures = _run_pool(pool, jobs, title="study", progress=progress)
     references = {key: futures[key] for key, _, function, _ in jobs if function is _eval_job}
     trajectories = {key: futures[key] for key, _, function, _ in jobs if function is _method_job}
+    attacks = _run_attacks(study, config, out, pool, references, trajectories, progress=progress)
 
     rows: list[dict[str, Any]] = []
     examples: list[dict[str, Any]] = []
@@ -331,8 +361,10 @@ def _run_jobs(
                 timings[f"eval_{split}_{role}"] = seconds
                 count(evaluated[role])
         retain_eval = evaluated.get("retain")
+        attacked = _attack_rows(split, attacks, evaluated, config, timings)
         for role, reference in evaluated.items():
-            rows.append(_row(split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs))
+            row = _row(split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs)
+            rows.append({**row, **attacked.get(role, {})})
         examples += _examples(
             split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
         )
@@ -342,13 +374,71 @@ def _run_jobs(
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
             for step, epoch, final, result in trajectory.snapshots:
                 count(result)
-                rows.append(
-                    _row(split, name, step, epoch, result, retain_eval, config, out, retain_logs)
-                )
+                row = _row(split, name, step, epoch, result, retain_eval, config, out, retain_logs)
+                rows.append({**row, **(attacked.get(name, {}) if final else {})})
                 if final:
                     examples += _examples(split, name, step, result.log, config.study.examples)
     timings.update({f"{phase}_seconds": seconds for phase, seconds in phases.items()})
     return rows, examples
+
+
+def _run_attacks(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    pool: Any,
+    references: dict[tuple[str, str], Future],
+    trajectories: dict[tuple[str, str], Future],
+    *,
+    progress: bool,
+) -> dict[tuple[str, str], Future]:
+    """`study.attacks` on the retain and finetuned models and each method's final model, as pool
+    jobs; the plain relearning variant aims at the finetuned model's forget ROUGE-L."""
+    if not config.study.attacks:
+        return {}
+    jobs: list[Job] = []
+    for split in config.study.splits:
+        finetuned, _ = references[split, "finetuned"].result()
+        target = finetuned.scores.get("forget/rougeL")
+        models = {"finetuned": study.finetuned}
+        if split in study.retain:
+            models["retain"] = study.retain[split]
+        for name in config.study.methods:
+            models[name] = trajectories[split, name].result().final_model
+        for name, model_dir in models.items():
+            folder = out / "attacks" / split / name
+            args = (model_dir, study, config, split, folder, target)
+            jobs.append(((split, name), f"{split}: attack {name}", _attack_job, args))
+    return _run_pool(pool, jobs, title="attacks", progress=progress)
+
+
+def _attack_rows(
+    split: str,
+    attacks: dict[tuple[str, str], Future],
+    evaluated: dict[str, Evaluated],
+    config: RunConfig,
+    timings: dict[str, float],
+) -> dict[str, dict[str, Any]]:
+    """Each attacked model's `attack/...` keys, by model name, for one split."""
+    from forgetbench.study.attack import attack_scores
+
+    outcomes = {}
+    for (where, name), job in attacks.items():
+        if where == split:
+            outcomes[name], timings[f"attack_{split}_{name}"] = job.result()
+    if not outcomes:
+        return {}
+    target = evaluated["finetuned"].scores.get("forget/rougeL")
+    return {
+        name: attack_scores(
+            outcome,
+            finetuned=outcomes.get("finetuned"),
+            retain=outcomes.get("retain"),
+            config=config,
+            finetuned_rouge=target,
+        )  # fmt: skip
+        for name, outcome in outcomes.items()
+    }
 
 
 def write_results(out: Path, results: dict[str, Any]) -> None:

@@ -288,6 +288,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _config_options(run, "run")
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    attack = command(
+        "attack",
+        _attack,
+        "robustness attacks (relearning, quantisation, in-context facts) on a model: does the "
+        "forgotten knowledge come back?",
+        writes=True,
+    )
+    _config_options(attack, "attack")
+    attack.add_argument(
+        "--finetuned", help="the model before unlearning, for knowledge recovered (with --data)"
+    )
+    attack.add_argument("--retain", help="a retain model, for forget quality (with --data)")
+    attack.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench = command(
         "bench", _bench, "speed benchmarks (times and peak memory; not tests)", writes=True
     )
@@ -733,6 +746,36 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     for note in lume_mmlu_notes(results["rows"]):
         print(f"warning: {note}", file=sys.stderr)
     return {"rows": results["rows"], "report": str(report)}
+
+
+def _attack(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.report.robustness import print_attack_table
+    from forgetbench.study.attack import run_attacks
+
+    _quiet_transformers()
+    config = _resolve_config(args)
+    split = config.benchmark.split
+    if split not in FORGET_SPLITS:
+        raise ConfigError(
+            f"forgetbench attack --split {split}: the attacks run on a forget split",
+            f"choose one of {', '.join(FORGET_SPLITS)}",
+        )
+    if not config.study.attacks:
+        raise ConfigError("forgetbench attack got an empty --attacks", "name at least one attack")
+    if args.data is None and (args.finetuned or args.retain):
+        raise ConfigError(
+            "--finetuned and --retain are for a model of your own (with --data)",
+            "on the built-in miniature its finetuned and retain models are the references",
+        )
+    result = run_attacks(
+        config, out=Path(args.out), split=split, model=args.model, data=args.data,
+        finetuned=args.finetuned, retain=args.retain,
+        progress=not (args.json or args.no_progress),
+    )  # fmt: skip
+    if not args.json:
+        print_attack_table(result["models"], config.study.attacks)
+        print(f"attacks: {Path(args.out) / 'attacks.json'}")
+    return result
 
 
 def _report(args: argparse.Namespace) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from forgetbench.config import RegisteredMethod, RunConfig
 
 # The commands that read a run config; the others (data, compare, report) take their own options.
-COMMANDS = ("config", "finetune", "unlearn", "eval", "sanity", "run", "bench")
+COMMANDS = ("config", "finetune", "unlearn", "eval", "sanity", "run", "bench", "attack")
 
 
 @dataclass(frozen=True)
@@ -60,14 +60,16 @@ FLAGS = (
     Flag("--method", "unlearn.method", keys={"run": "study.methods"}),
     Flag("--methods", "study.methods"),
     Flag("--splits", "study.splits"),
+    Flag("--attacks", "study.attacks"),
     Flag("--epochs", "unlearn.epochs", keys={"finetune": "train.epochs"}),
     Flag("--lr", "unlearn.lr", keys={"finetune": "train.lr"}),
     Flag("--seed", "seed"),
     Flag(
         "--out",
         "out",
-        required=("finetune", "unlearn", "eval", "bench"),
+        required=("finetune", "unlearn", "eval", "bench", "attack"),
         help={
+            "attack": "folder for the attacks' models, logs and attacks.json",
             "finetune": _RUN_FOLDER,
             "unlearn": _RUN_FOLDER,
             "eval": "folder for the per-question logs and the summary",
@@ -146,6 +148,16 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "unlearn": "bench " + _NO_UNLEARNING,
         "method": "bench " + _NO_UNLEARNING,
         "study": _STUDY,
+    },
+    "attack": {
+        "benchmark.name": "attack runs on TOFU-layout data (the miniature's, or --data)",
+        "unlearn.method": "attack " + _NO_UNLEARNING + "; attack its output with --model",
+        "unlearn": "attack " + _NO_UNLEARNING + " (attack.* sets the attacks' budget)",
+        "method": "attack " + _NO_UNLEARNING,
+        "study.methods": "attack " + _NO_UNLEARNING + "; attack a model with --model",
+        "study.splits": "attack runs on one split: use --split",
+        "study": _STUDY,
+        "study.attacks": READ,
     },
     # `bench study` times `forgetbench run` on the built-in miniature: it reads what run reads.
     "bench study": {

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
-from forgetbench.report import plots, tables
+from forgetbench.report import plots, robustness, tables
 from forgetbench.results import Example, Results, load_results
 
 REPORT_FILE = "report.html"
@@ -58,6 +58,12 @@ _PLOTS: dict[
         plots.mia_curves,
         (("mia/",),),
         "mia/<attack> AUCs",
+    ),
+    "robustness": (
+        "Robustness attacks",
+        plots.robustness_bars,
+        (("attack/none/rougeL",),),
+        "attack/* scores (study.attacks)",
     ),
 }
 
@@ -98,6 +104,8 @@ def render_html(results: Results) -> str:
         columns=tables.leaderboard_columns(board),
         board_notes=sorted({e["note"] for e in board} - {""}),
         references=_references(rows),
+        robustness=_robustness(rows),
+        robustness_caption=robustness.CAPTION,
         plots=groups,
         examples=_examples(results.examples),
         metric_versions=list(results.metric_versions.items()),
@@ -184,6 +192,26 @@ def _references(rows: Sequence[tables.Row]) -> dict[str, list[Any]]:
         if (r := tables.reference(rows, s, m))
     ]
     return {"head": ["model", "split", *(t for _, t in keys)], "body": body}
+
+
+def _robustness(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
+    """Per split, the robustness table of its attacked models (the retain and finetuned models
+    and each method's final step)."""
+    out = []
+    for split in tables.splits(rows):
+        named = {}
+        for method in (*tables.REFERENCE_METHODS, *tables.methods(rows)):
+            row = (
+                tables.reference(rows, split, method)
+                if method in tables.REFERENCE_METHODS
+                else tables.final(rows, split, method)
+            )
+            if row is not None and "attack/none/rougeL" in row:
+                named[method] = row
+        if named:
+            head, body = robustness.robustness_rows(named)
+            out.append({"split": split, "head": head, "body": body})
+    return out
 
 
 def _examples(examples: Sequence[Example]) -> list[dict[str, Any]]:

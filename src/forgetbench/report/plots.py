@@ -280,6 +280,45 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
         return _svg(fig, f"mia-{split}")
 
 
+def robustness_bars(rows: Sequence[Row], split: str) -> str:
+    """Knowledge recovered on the forget set's B half (ROUGE-L) per attack (groups) and method
+    (bars, each method's final step), the retain model as the grey control bar; 0 is the
+    unattacked unlearned model, 1 (dashed) the finetuned model."""
+    from forgetbench.report.robustness import VARIANT_TITLES, variants
+
+    models = {m: final(rows, split, m) for m in methods(rows)}
+    if (retain := reference(rows, split, "retain")) is not None:
+        models = {"retain": retain, **models}
+    attacked = {m: r for m, r in models.items() if r is not None and "attack/none/rougeL" in r}
+    shown = variants(list(attacked.values()))
+    styles = method_styles(rows)
+    with _style():
+        fig = _new_figure(max(6.0, 1.4 * len(shown) * max(len(attacked), 1) / 4 + 3), 4.4)
+        ax = fig.subplots()
+        width = 0.8 / max(len(attacked), 1)
+        for i, (name, row) in enumerate(attacked.items()):
+            xs, ys = [], []
+            for j, variant in enumerate(shown):
+                value = number(row, f"attack/{variant}/recovered_rougeL")
+                if value is not None:
+                    xs.append(j - 0.4 + width * (i + 0.5))
+                    ys.append(value)
+            color = "#7f7f7f" if name == "retain" else styles[name]["color"]
+            label = "retain (control)" if name == "retain" else name
+            ax.bar(xs, ys, width=width, color=color, label=_text(label))
+        ax.axhline(0.0, color="#000000", linewidth=0.8)
+        ax.axhline(1.0, color="#000000", linestyle="--", linewidth=1, label="finetuned model")
+        ax.set_xticks(range(len(shown)), [_text(VARIANT_TITLES[v]) for v in shown])
+        ax.set_xlabel("Attack")
+        ax.set_ylabel("Knowledge recovered (ROUGE-L, B half)")
+        ax.grid(True, axis="y", alpha=0.3)
+        if not attacked:
+            _no_data(ax)
+        _figure_legend(fig, [[ax]])
+        fig.suptitle(_text(f"Robustness: what each attack brings back — {split}"))
+        return _svg(fig, f"robustness-{split}")
+
+
 # --- drawing helpers -------------------------------------------------------------------------
 
 

@@ -225,7 +225,9 @@ def relearn_curve(
         # The rounds' models and evaluations are scratch, deleted with it: not for the cache.
         with tempfile.TemporaryDirectory(prefix="relearn-", dir=folder) as scratch, suspended():
             parent, steps = model_dir, 0
-            for round_ in range(1, options.relearn_full_rounds + 1):
+            # Without the finetuned model's score there is nothing to get back to.
+            rounds = options.relearn_full_rounds if target is not None else 0
+            for round_ in range(1, rounds + 1):
                 if steps_to_reach(curve, target, fraction=options.relearn_target) is not None:
                     break
                 stage = _relearn(
@@ -348,3 +350,95 @@ def attack_scores(
         row["attack/relearn_full/budget_steps"] = outcome.curve[-1][0]
         row["attack/relearn_full/rougeL"] = outcome.curve[-1][1]
     return row
+
+
+ATTACKS_FILE = "attacks.json"
+
+
+def attack_job(
+    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, target: float | None
+) -> tuple[AttackOutcome, float]:
+    """`attack_model` as a pool job (module level: process pools pickle it by name), timed."""
+    import time
+
+    started = time.perf_counter()
+    outcome = attack_model(
+        model_dir, study, config, split=split, folder=folder, attacks=config.study.attacks,
+        relearn_target=target,
+    )  # fmt: skip
+    return outcome, time.perf_counter() - started
+
+
+def forget_rouge(
+    model_dir: Path, study: Study, config: RunConfig, *, split: str, folder: Path
+) -> float:
+    """Forget ROUGE-L on the questions the study's evaluation scores (the plain relearning
+    variant's target, for the finetuned model), cached."""
+    data = attack_data(study, config, split)
+    log = _evaluate(model_dir, data.scored, study, config, folder, variant={"attack": "none"})
+    return float(log.sets["forget"].rougeL_recall.mean())
+
+
+def run_attacks(
+    config: RunConfig,
+    *,
+    out: Path,
+    split: str,
+    model: str | None,
+    data: str | None,
+    finetuned: str | None = None,
+    retain: str | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """`forgetbench attack`: `study.attacks` on `model` and on the references (the miniature's
+    finetuned and retain models, or `finetuned` / `retain` given with `data`); writes and
+    returns attacks.json: per model, the `attack/...` keys of a study row."""
+    from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
+    from forgetbench.study.resolve import resolve
+
+    quiet_transformers()
+    if data is None:  # the built-in miniature: its finetuned and retain models are the references
+        study, _ = resolve(
+            config, out, model=None, data=None, progress=progress, forget_splits=[split]
+        )
+        references = {"finetuned": study.finetuned, "retain": study.retain[split]}
+    else:
+        study, _ = resolve(config, out, model=model, data=data, progress=progress, command="attack")
+        given = (("finetuned", finetuned), ("retain", retain))
+        references = {name: Path(path) for name, path in given if path}
+    models = {**({"model": Path(model)} if model else {}), **references}
+    target = None
+    if "finetuned" in references:
+        target = forget_rouge(
+            references["finetuned"], study, config, split=split,
+            folder=out / "attacks" / split / "finetuned" / "forget",
+        )  # fmt: skip
+    pool = make_pool(study_workers(config, model if data else None))
+    try:
+        jobs = {
+            name: pool.submit(
+                attack_job, path, study, config, split, out / "attacks" / split / name, target
+            )
+            for name, path in models.items()
+        }
+        outcomes = {name: job.result()[0] for name, job in jobs.items()}
+    finally:
+        pool.shutdown(cancel_futures=True)
+    rows = {
+        name: attack_scores(
+            outcome,
+            finetuned=outcomes.get("finetuned"),
+            retain=outcomes.get("retain"),
+            config=config,
+            finetuned_rouge=target,
+        )  # fmt: skip
+        for name, outcome in outcomes.items()
+    }
+    result = {
+        "split": split,
+        "attacks": list(config.study.attacks),
+        "models": {name: {"path": str(models[name]), **row} for name, row in rows.items()},
+        "config": config.attack.model_dump(),
+    }
+    atomic_write_json(out / ATTACKS_FILE, result)
+    return result

@@ -12,7 +12,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from forgetbench import __version__
 from forgetbench.config import RunConfig
@@ -23,9 +23,6 @@ from forgetbench.results import RESULTS_FILE, Results
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.pool import InlinePool, make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import Study, resolve
-
-if TYPE_CHECKING:
-    from forgetbench.study.attack import AttackOutcome
 
 CSV_NAME = "results.csv"
 
@@ -214,19 +211,6 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
     return Trajectory(snapshots, unlearn_seconds, time.perf_counter() - t, final_model)
 
 
-def _attack_job(
-    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, target: float | None
-) -> tuple[AttackOutcome, float]:
-    from forgetbench.study.attack import attack_model
-
-    t = time.perf_counter()
-    outcome = attack_model(
-        model_dir, study, config, split=split, folder=folder, attacks=config.study.attacks,
-        relearn_target=target,
-    )  # fmt: skip
-    return outcome, time.perf_counter() - t
-
-
 def run_study(
     config: RunConfig,
     *,
@@ -394,6 +378,8 @@ def _run_attacks(
 ) -> dict[tuple[str, str], Future]:
     """`study.attacks` on the retain and finetuned models and each method's final model, as pool
     jobs; the plain relearning variant aims at the finetuned model's forget ROUGE-L."""
+    from forgetbench.study.attack import attack_job
+
     if not config.study.attacks:
         return {}
     jobs: list[Job] = []
@@ -408,7 +394,7 @@ def _run_attacks(
         for name, model_dir in models.items():
             folder = out / "attacks" / split / name
             args = (model_dir, study, config, split, folder, target)
-            jobs.append(((split, name), f"{split}: attack {name}", _attack_job, args))
+            jobs.append(((split, name), f"{split}: attack {name}", attack_job, args))
     return _run_pool(pool, jobs, title="attacks", progress=progress)
 
 

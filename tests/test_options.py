@@ -28,7 +28,8 @@ from forgetbench.options import (
 
 DOCS = Path(__file__).parents[1] / "docs" / "config.md"
 # Options of a command that are not config keys: output, debugging, the config file itself.
-NOT_CONFIG = {"-h", "--help", "--json", "--debug", "--config", "--no-progress", "--retain-log"}
+NOT_CONFIG = {"-h", "--help", "--json", "--debug", "--config", "--no-progress", "--retain-log",
+              "--finetuned", "--retain"}  # fmt: skip
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

@@ -44,6 +44,20 @@ def _scores(shift: float) -> dict[str, Any]:
     return row
 
 
+def _attacked(unlearned: float, recovered: float | None) -> dict[str, Any]:
+    """The attack/* keys of an attacked model whose B-half ROUGE-L is `unlearned` and whose
+    attacks each recover `recovered` of it (None: nothing was forgotten)."""
+    row: dict[str, Any] = {"attack/none/rougeL": unlearned, "attack/none/probability": unlearned}
+    for i, variant in enumerate(("relearn", "int8", "int4", "nf4", "incontext")):
+        value = None if recovered is None else round(recovered - 0.1 * i, 4)
+        row[f"attack/{variant}/rougeL"] = unlearned
+        row[f"attack/{variant}/recovered_rougeL"] = value
+        row[f"attack/{variant}/recovered_probability"] = value
+    row["attack/relearn_full/steps"] = None if recovered is None else 10
+    row["attack/relearn_full/budget_steps"] = 25
+    return row
+
+
 def synthetic_results() -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     examples: list[dict[str, Any]] = []
@@ -63,6 +77,8 @@ def synthetic_results() -> dict[str, Any]:
                     "forget_quality": quality / (s + 1),
                     "model_utility": utility,
                     "log": f"logs/{split}/{method}",
+                    **(_attacked(0.4, 0.05) if method == "retain" else {}),
+                    **(_attacked(1.0, None) if method == "finetuned" else {}),
                 }
             )
         for m, method in enumerate(METHODS):
@@ -77,6 +93,7 @@ def synthetic_results() -> dict[str, Any]:
                         "forget_quality": 10.0 ** (-6 + 2 * k - m),
                         "model_utility": round(0.60 - 0.06 * (k + 1) * (m + 1), 4),
                         "log": f"logs/{split}/{method}/step-{step}",
+                        **(_attacked(0.2, 0.3 + 0.2 * m) if step == STEPS[-1] else {}),
                     }
                 )
         for q in range(4):
@@ -128,6 +145,6 @@ def write_results(folder: Path, results: dict[str, Any]) -> Path:
 def figure_ids() -> list[str]:
     return [
         f"{kind}-{split}"
-        for kind in ("fq-plane", "subscores", "formats", "mia")
+        for kind in ("fq-plane", "subscores", "formats", "mia", "robustness")
         for split in SPLITS
     ]

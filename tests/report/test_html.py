@@ -65,7 +65,7 @@ def test_names_from_the_results_are_escaped_everywhere(tmp_path: Path):
     split, method = 'f10"><script>alert(1)</script>', "npo<img src=x onerror=alert(2)>"
     stage, metric = "<b>stage</b>", "<i>metric</i>"
     results = _without(synthetic_results(), ("forget", "retain/", "real_", "world_", "formats/"))
-    results = _without(results, ("mia/", "model_utility"))
+    results = _without(results, ("mia/", "model_utility", "attack/"))
     for item in (*results["rows"], *results["examples"]):
         item["split"] = split if item["split"] == "forget10" else item["split"]
         item["method"] = method if item["method"] == "npo" else item["method"]
@@ -105,7 +105,7 @@ def _without(results: dict, prefixes: tuple[str, ...]) -> dict:
 
 def test_missing_optional_keys_omit_plots_with_a_note(tmp_path: Path):
     results = _without(
-        synthetic_results(), ("formats/", "mia/", "lume/", "privleak", "forget_quality")
+        synthetic_results(), ("formats/", "mia/", "lume/", "privleak", "forget_quality", "attack/")
     )
     for key in ("examples", "timings", "config", "metric_versions", "git_sha", "scale"):
         del results[key]
@@ -177,3 +177,24 @@ def test_a_model_below_the_semeval_mmlu_bar_is_flagged(tmp_path: Path):
 
 def test_no_mmlu_bar_section_without_a_flag(built_report: Path):
     assert 'id="lume-mmlu"' not in built_report.read_text(encoding="utf-8")
+
+
+def test_the_robustness_section_shows_what_each_attack_recovered(built_report: Path):
+    page = built_report.read_text(encoding="utf-8")
+    section = page[page.index('<section id="robustness">') : page.index('<section id="plots">')]
+    # Per split: retain and finetuned first, then each method's final step; cells are knowledge
+    # recovered as ROUGE-L / probability (npo is method 1: 0.3 + 0.2 = 0.5 for relearning).
+    assert section.count("<h3>") == 2
+    rows = re.findall(r"<tr><td>([^<]+)</td>(.*?)</tr>", section)
+    assert [name for name, _ in rows[:5]] == ["finetuned", "retain", "grad_ascent", "npo", "idk"]
+    npo = re.findall(r'<td class="num">([^<]+)</td>', rows[3][1])
+    assert npo[:3] == ["0.200", "0.200", "+0.50 / +0.50"] and npo[-1] == "10"
+    finetuned = re.findall(r'<td class="num">([^<]+)</td>', rows[0][1])
+    assert finetuned[2] == "—" and finetuned[-1] == "&gt; 25"
+    assert "Knowledge recovered on the B half" in section
+
+
+def test_without_attacks_there_is_no_robustness_section(tmp_path: Path):
+    results = _without(synthetic_results(), ("attack/",))
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert 'id="robustness"' not in page and "Robustness attacks: omitted" in page

@@ -66,6 +66,15 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
         assert len(list(csv.DictReader(handle))) == len(rows)
     html = (study / "report.html").read_text()
     assert 'id="fq-plane-forget10"' in html and 'id="formats-forget10"' in html
+    # Every method's final model and both references are attacked; snapshots and base are not.
+    attacked = {r["method"] for r in rows if "attack/none/rougeL" in r}
+    assert attacked == {*method_names(), "retain", "finetuned"}
+    for method in method_names():
+        final = max((r for r in rows if r["method"] == method), key=lambda r: r["step"])
+        for key in ("relearn/recovered_rougeL", "int4/forget_quality", "incontext/rougeL"):
+            assert f"attack/{key}" in final, (method, key)
+        assert "attack/relearn_full/budget_steps" in final
+    assert 'id="robustness-forget10"' in html and '<section id="robustness">' in html
     for row in rows:
         assert (study / row["log"] / "summary.json").is_file()
 

@@ -49,3 +49,20 @@ def test_attack_on_the_miniatures_references(tiny_study, tmp_path, capsys):
     assert saved["models"]["finetuned"]["attack/relearn/recovered_rougeL"] is None
     halves = json.loads((out / "attacks" / "forget10" / "retain" / "halves.json").read_text())
     assert len(halves["a"]) == len(halves["b"]) == 10
+
+
+@pytest.mark.slow
+def test_attack_on_a_model_of_your_own(tiny_study, tmp_path, capsys):
+    # A model folder and TOFU-layout data, as a Hugging Face model would be given.
+    run, data, _, finetuned, retain = tiny_study
+    argv = ["attack", "--model", str(retain.model_dir), "--data", str(data / "tofu")]
+    argv += ["--finetuned", str(finetuned.model_dir), "--split", "forget10"]
+    argv += ["--out", str(tmp_path / "out"), "--attacks", "quantize", "attack.quantize=[int8]"]
+    argv += ["eval.max_new_tokens=24", "eval.batch_size=64", "--json"]
+    assert main(argv) == 0
+    saved = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(saved["models"]) == {"model", "finetuned"}
+    model = saved["models"]["model"]
+    # No retain model given: no forget quality; int8 barely moves a model.
+    assert model["attack/int8/forget_quality"] is None
+    assert abs(model["attack/int8/recovered_rougeL"]) < 0.1

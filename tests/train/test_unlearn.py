@@ -19,6 +19,7 @@ from forgetbench.modeling import (
     hidden_states_at,
     load_model,
 )
+from forgetbench.study.unlearn import forget_records
 from forgetbench.train.loop import NonFiniteLoss
 from forgetbench.train.mini import TEMPLATE, mini_unlearn_defaults
 from forgetbench.train.unlearn import run_unlearning
@@ -46,12 +47,13 @@ def _probability(model_dir, records, answers=None):
 def _unlearn(tiny_study, name, **options):
     run, data, _, finetuned, _ = tiny_study
     loop, defaults = mini_unlearn_defaults(name, layers=TINY_SIZES["tiny"].layers)
+    method = build_method(name, {**defaults, **options})
     return run_unlearning(
         run,
         model_dir=finetuned.model_dir,
-        forget=load_tofu(data / "tofu", "forget10"),
+        forget=forget_records(data / "tofu", "forget10", method),
         retain=load_tofu(data / "tofu", "retain90"),
-        method=build_method(name, {**defaults, **options}),
+        method=method,
         config=loop,
         template=TEMPLATE,
         refusals=REFUSALS,

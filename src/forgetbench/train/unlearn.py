@@ -2,13 +2,15 @@
 method's loss through the shared training loop.
 
 Compute is O(|forget set|): an epoch is one pass over the forget set, each forget sample paired
-with one retain sample and one refusal string, both redrawn every epoch from (seed, epoch) as
-TOFU's and open-unlearning's datasets redraw them on every access. Reference quantities NPO/DPO
-need (sequence log-probs of the start model, for every text some epoch uses) are computed once
-before training; a frozen model copy is kept only for methods that need its full outputs during
-training (an exact KL, retain activations). The engine asks a method for its optional parts by
+with one retain sample and one refusal string (and, for a method that reads them, one alternate
+answer), all redrawn every epoch from (seed, epoch) as TOFU's and open-unlearning's datasets
+redraw them on every access. Reference quantities preference methods need (sequence log-probs of
+the start model, for every text some epoch uses) are computed once before training; a frozen model
+copy is kept only for methods that need its full outputs during training (an exact KL, retain
+activations, forget-batch logits). The engine asks a method for its optional parts by
 protocol (methods/base.py: constants it prepares, the parameters it trains, the hidden layer it
-reads, a two-gradient update through the loop's step hook, train/two_task.py), never by name.
+reads, a two-gradient update through the loop's step hook, train/two_task.py, state across
+steps through the loop's stateful loss, `StatefulMethodLoss`), never by name.
 """
 
 from __future__ import annotations
@@ -333,7 +335,11 @@ class StatefulMethodLoss(MethodLoss):
         return {"method_state": dict(self.state)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.state = {k: float(v) for k, v in state["method_state"].items()}
+        # Every checkpoint of this run folder has one (the folder's key covers the method and
+        # its options); a missing one leaves the initial state rather than failing the resume.
+        saved = state.get("method_state")
+        if saved is not None:
+            self.state = {k: float(v) for k, v in saved.items()}
 
 
 def unlearn_key(

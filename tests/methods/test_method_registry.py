@@ -19,7 +19,7 @@ from forgetbench.methods import (
     get_method,
     method_names,
 )
-from forgetbench.methods.base import INPUT_FIELDS
+from forgetbench.methods.base import INPUT_FIELDS, StatefulMethod
 from forgetbench.registry import Registry
 
 # --- Registry -----------------------------------------------------------------------------------
@@ -160,6 +160,7 @@ def test_method_contract(name: str):
     assert isinstance(method, UnlearnMethod)
     assert method.required_inputs() == cls.needs
     assert isinstance(method, TwoTaskMethod) == (name == "ngdiff")
+    assert isinstance(method, StatefulMethod) == (name == "pdu")
     with pytest.raises(dataclasses.FrozenInstanceError):
         method.__setattr__(dataclasses.fields(cls)[0].name, None)
     assert cls.__module__.startswith("forgetbench.methods.")

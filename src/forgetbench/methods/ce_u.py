@@ -1,7 +1,7 @@
 """CE-U: cross entropy toward the model's own distribution with the true token taken out.
 
-Yang, Hsu and Chen 2025, "CE-U: Cross Entropy Unlearning" (arXiv 2503.01224), the CE-U loss
-(Sec. 3): at each answer position, with z the model's logits and y_t the true next token, the
+Yang et al. 2025, "CE-U: Cross Entropy Unlearning" (arXiv 2503.01224), the CE-U loss: at each
+answer position, with z the model's logits and y_t the true next token, the
 target is the softmax of z with z_{y_t} set to -inf (held constant), and the loss is the cross
 entropy of the model's distribution against it:
 

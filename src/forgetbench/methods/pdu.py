@@ -6,7 +6,7 @@ problem,
 
     minimise_theta  L_F(theta)   subject to   L_R(theta) <= eps,
 
-with the *logit-margin flattening* forget loss (Sec. 3): at each answer position the squared gap
+with the *logit-margin flattening* forget loss: at each answer position the squared gap
 between the largest logit and the mean logit, which is 0 exactly when the next-token distribution
 is uniform (maximal entropy) and, unlike gradient ascent, bounded below and convex in the logits:
 
@@ -14,7 +14,7 @@ is uniform (maximal entropy) and, unlike gradient ascent, bounded below and conv
 
 and L_R the retain answers' mean NLL. It is solved on the Lagrangian
 L(theta, lambda) = w_f L_F + lambda (L_R - eps) by alternating one primal step (the optimizer's,
-on theta at the current lambda) with one projected dual ascent step (Sec. 4, Algorithm 1):
+on theta at the current lambda) with one projected dual ascent step:
 
     lambda <- max(0, lambda + eta * (L_R - eps))
 

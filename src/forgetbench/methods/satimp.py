@@ -1,7 +1,7 @@
 """SatImp: gradient ascent reweighted token by token by saturation and importance.
 
 Yang, Wang, Huang, Liu, Zhang and Han 2025, "Exploring Criteria of Loss Reweighting to Enhance LLM
-Unlearning" (ICML), the SatImp objective (Sec. 5): each answer token's log-prob is weighted by the
+Unlearning" (ICML), the SatImp objective: each answer token's log-prob is weighted by the
 product of a *saturation* weight p_t^beta1 (tokens the model still predicts well are not yet
 unlearned enough: weight them up) and an *importance* weight (1 - p_t)^beta2, both held constant:
 

@@ -1,7 +1,7 @@
 """UNDIAL: self-distillation toward the start model's distribution with the answer token pushed down.
 
 Dong, Lin, Belkin, Huerta and Vulić 2024, "UNDIAL: Self-Distillation with Adjusted Logits for
-Robust Unlearning in Large Language Models" (NAACL 2025), Sec. 3: the teacher is the frozen start
+Robust Unlearning in Large Language Models" (NAACL 2025): the teacher is the frozen start
 model; its logits z_ref at each answer position have the logit of the token to forget, y_t,
 lowered by beta, and the student (the model being unlearned) is trained by cross entropy toward the
 softmax of the adjusted logits:

@@ -1,7 +1,7 @@
 """WGA: weighted gradient ascent, each answer token weighted by its own (detached) probability.
 
 Wang, Zhou, Zhou, Shin, Han and Weinberger 2025, "Rethinking LLM Unlearning Objectives: A Gradient
-Perspective and Go Beyond" (ICLR), the WGA objective (Sec. 5): gradient ascent whose per-token
+Perspective and Go Beyond" (ICLR), the WGA objective: gradient ascent whose per-token
 term log p(y_t | x, y_<t) is weighted by w_t = p(y_t | x, y_<t)^beta, held constant (no gradient
 through the weight):
 

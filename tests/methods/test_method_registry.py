@@ -19,7 +19,7 @@ from forgetbench.methods import (
     get_method,
     method_names,
 )
-from forgetbench.methods.base import INPUT_FIELDS
+from forgetbench.methods.base import INPUT_FIELDS, StatefulMethod
 from forgetbench.registry import Registry
 
 # --- Registry -----------------------------------------------------------------------------------
@@ -66,7 +66,8 @@ def test_registry_rejects_bad_names_duplicates_and_instances():
 def test_method_names_are_the_registry_in_registration_order():
     # SPEC §2's order, as forgetbench.methods imports them: the default study's rows follow it.
     assert method_names() == (
-        "grad_ascent", "grad_diff", "kl", "idk", "dpo", "npo", "simnpo", "ngdiff", "rmu"
+        "grad_ascent", "grad_diff", "kl", "idk", "dpo", "npo", "simnpo", "ngdiff", "rmu",
+        "altpo", "ce_u", "pdu", "satimp", "undial", "wga",
     )  # fmt: skip
     assert METHODS.names() == tuple(sorted(method_names()))
 
@@ -76,7 +77,10 @@ def test_unknown_method_suggests_the_closest():
         get_method("nop")
     message = str(info.value)
     assert "unknown method 'nop'; did you mean 'npo'?" in message
-    assert "known: dpo, grad_ascent, grad_diff, idk, kl, ngdiff, npo, rmu, simnpo" in message
+    assert (
+        "known: altpo, ce_u, dpo, grad_ascent, grad_diff, idk, kl, ngdiff, npo, pdu, rmu, satimp, "
+        "simnpo, undial, wga" in message
+    )
 
 
 def test_build_method_applies_yaml_style_options():
@@ -118,6 +122,9 @@ def _all_inputs(seed: int = 0) -> UnlearnInputs:
         forget_logps=logps(),
         forget_mask=answer,
         ref_forget_logps=-torch.rand(B, T - 1, generator=g) * 3,
+        forget_logits=torch.randn(B, T - 1, V, generator=g).requires_grad_(True),
+        forget_targets=torch.randint(0, V, (B, T - 1), generator=g),
+        ref_forget_logits=torch.randn(B, T - 1, V, generator=g),
         retain_logps=logps(),
         retain_mask=answer.flip(0),
         retain_logits=torch.randn(B, T, V, generator=g).requires_grad_(True),
@@ -127,6 +134,9 @@ def _all_inputs(seed: int = 0) -> UnlearnInputs:
         refusal_logps=logps(),
         refusal_mask=answer,
         ref_refusal_logps=-torch.rand(B, T - 1, generator=g) * 3,
+        alternate_logps=logps(),
+        alternate_mask=answer.flip(0),
+        ref_alternate_logps=-torch.rand(B, T - 1, generator=g) * 3,
         forget_hidden=torch.randn(B, T, H, generator=g).requires_grad_(True),
         retain_hidden=torch.randn(B, T, H, generator=g).requires_grad_(True),
         ref_retain_hidden=torch.randn(B, T, H, generator=g),
@@ -150,6 +160,7 @@ def test_method_contract(name: str):
     assert isinstance(method, UnlearnMethod)
     assert method.required_inputs() == cls.needs
     assert isinstance(method, TwoTaskMethod) == (name == "ngdiff")
+    assert isinstance(method, StatefulMethod) == (name == "pdu")
     with pytest.raises(dataclasses.FrozenInstanceError):
         method.__setattr__(dataclasses.fields(cls)[0].name, None)
     assert cls.__module__.startswith("forgetbench.methods.")

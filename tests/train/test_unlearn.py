@@ -19,6 +19,7 @@ from forgetbench.modeling import (
     hidden_states_at,
     load_model,
 )
+from forgetbench.study.unlearn import forget_records
 from forgetbench.train.loop import NonFiniteLoss
 from forgetbench.train.mini import TEMPLATE, mini_unlearn_defaults
 from forgetbench.train.unlearn import run_unlearning
@@ -46,12 +47,13 @@ def _probability(model_dir, records, answers=None):
 def _unlearn(tiny_study, name, **options):
     run, data, _, finetuned, _ = tiny_study
     loop, defaults = mini_unlearn_defaults(name, layers=TINY_SIZES["tiny"].layers)
+    method = build_method(name, {**defaults, **options})
     return run_unlearning(
         run,
         model_dir=finetuned.model_dir,
-        forget=load_tofu(data / "tofu", "forget10"),
+        forget=forget_records(data / "tofu", "forget10", method),
         retain=load_tofu(data / "tofu", "retain90"),
-        method=build_method(name, {**defaults, **options}),
+        method=method,
         config=loop,
         template=TEMPLATE,
         refusals=REFUSALS,
@@ -90,7 +92,8 @@ def test_every_method_lowers_forget_probability(outcomes, name):
 
 def test_retain_regularised_methods_keep_more_utility_than_gradient_ascent(outcomes):
     _, after = outcomes
-    for name in ("grad_diff", "kl", "npo", "ngdiff"):
+    # issue 20's methods with their miniature options (each has a retain term there)
+    for name in ("grad_diff", "kl", "npo", "ngdiff", "altpo", "ce_u", "pdu", "satimp", "undial"):
         assert after[name]["retain"] > after["grad_ascent"]["retain"] + 0.1, (
             name,
             after[name],
@@ -105,6 +108,17 @@ def test_idk_raises_the_probability_of_refusals(tiny_study, outcomes):
     unlearned = outcomes[1]["idk"]["result"].model_dir
     assert _probability(unlearned, forget, refusal) > 20 * _probability(
         finetuned.model_dir, forget, refusal
+    )
+
+
+def test_altpo_raises_the_probability_of_the_alternate_answers(tiny_study, outcomes):
+    _, data, _, finetuned, _ = tiny_study
+    forget = load_tofu(data / "tofu", "forget10_perturbed")
+    alternate = [r.perturbed_answers[0] for r in forget]
+    unlearned = outcomes[1]["altpo"]["result"].model_dir
+    # measured: 0.018 before, 0.125 after (the preset's comment)
+    assert _probability(unlearned, forget, alternate) > 3 * _probability(
+        finetuned.model_dir, forget, alternate
     )
 
 

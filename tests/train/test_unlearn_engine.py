@@ -281,3 +281,189 @@ def test_a_method_that_selects_no_parameter_is_refused_by_name():
     beyond = build_method("rmu", {"layer": 40, "update_layers": [40]})  # the model has fewer
     with pytest.raises(ConfigError, match=r"rmu: no parameter matches update_layers=\[40\]"):
         beyond.select_trainable(model)
+
+
+# --- Inputs of the methods added in issue 20 -------------------------------------------------
+
+
+def _with_alternates(records: list[QARecord]) -> list[QARecord]:
+    # Three plausible-but-false answers per question: the answer with another city.
+    return [
+        QARecord(
+            r.question,
+            r.answer,
+            perturbed_answers=tuple(
+                r.answer.replace(r.answer.split()[-1], f"{c}.") for c in cities
+            ),
+            index=i,
+        )
+        for i, (r, cities) in enumerate(
+            zip(records, [("Oslo", "Lima", "Riga")] * len(records), strict=True)
+        )
+    ]
+
+
+def test_alternates_are_drawn_per_epoch_without_changing_any_other_draw():
+    forget, retain = _split()
+    forget = _with_alternates(forget)
+    common = dict(refusals=REFUSALS, seed=0, max_length=128, epochs=3)
+    plain = build_items(forget, retain, toy_tokenizer(), TEMPLATE, **common)
+    with_alt = build_items(forget, retain, toy_tokenizer(), TEMPLATE, alternates=True, **common)
+    assert all(i.alternate is None for e in plain for i in e)
+    # the same forget texts, retain partners and refusals as without alternates
+    assert [_texts(e) for e in plain] == [_texts(e) for e in with_alt]
+    decoded = [
+        [toy_tokenizer().decode(i.alternate.input_ids, skip_special_tokens=True) for i in e]
+        for e in with_alt
+    ]
+    for epoch in decoded:
+        for text, record in zip(epoch, forget, strict=True):
+            assert any(text.endswith(a) for a in record.perturbed_answers), text
+    assert decoded[0] != decoded[1]  # redrawn every epoch, from (seed, epoch)
+    again = build_items(forget, retain, toy_tokenizer(), TEMPLATE, alternates=True, **common)
+    assert [[i.alternate.input_ids for i in e] for e in again] == [
+        [i.alternate.input_ids for i in e] for e in with_alt
+    ]
+
+
+def test_reference_logps_of_the_alternates_and_the_batch_fields_line_up():
+    forget, retain = _split()
+    plan = build_items(
+        _with_alternates(forget), retain, toy_tokenizer(), TEMPLATE, refusals=REFUSALS, seed=0,
+        max_length=128, epochs=1, alternates=True,
+    )  # fmt: skip
+    tokenizer = toy_tokenizer()
+    model = build_tiny_model(tokenizer, scale="tiny", seed=0)
+    plan = with_reference_logps(
+        model,
+        plan,
+        pad_id=tokenizer.pad_token_id,
+        fields={"ref_alternate_logps", "ref_forget_logps"},
+    )
+    batch = collate_items(plan[0][:3], pad_id=tokenizer.pad_token_id)
+    inputs = MethodLoss(build_method("altpo")).inputs(model.eval(), batch)
+    # the start model scores each alternate as the batch does
+    torch.testing.assert_close(
+        inputs.ref_alternate_logps * inputs.alternate_mask,
+        inputs.alternate_logps.detach() * inputs.alternate_mask,
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+def test_forget_logits_are_shifted_like_the_forget_logps():
+    forget, retain = _split()
+    tokenizer = toy_tokenizer()
+    model = build_tiny_model(tokenizer, scale="tiny", seed=0).eval()
+    frozen = build_tiny_model(tokenizer, scale="tiny", seed=1).eval()
+    plan = build_items(forget, retain, tokenizer, TEMPLATE, refusals=REFUSALS, seed=0,
+                       max_length=128)  # fmt: skip
+    batch = collate_items(plan[0][:4], pad_id=tokenizer.pad_token_id)
+    inputs = MethodLoss(build_method("undial"), frozen=frozen).inputs(model, batch)
+    b, t, v = inputs.forget_logits.shape
+    assert (b, t) == inputs.forget_logps.shape == inputs.forget_targets.shape
+    picked = torch.log_softmax(inputs.forget_logits, -1).gather(
+        -1, inputs.forget_targets[..., None]
+    )
+    torch.testing.assert_close(picked[..., 0] * inputs.forget_mask, inputs.forget_logps)
+    # the frozen model's logits come from the frozen copy, not the trained model
+    assert inputs.ref_forget_logits.shape == (b, t, v)
+    assert not torch.allclose(inputs.ref_forget_logits, inputs.forget_logits)
+
+
+def test_a_method_that_needs_alternates_refuses_records_without_them(tmp_path):
+    from forgetbench.errors import DataError
+    from forgetbench.train.unlearn import run_unlearning
+
+    forget, retain = _split()
+    with pytest.raises(DataError, match="altpo trains toward alternate answers, but 6 of the 6"):
+        run_unlearning(
+            tmp_path, model_dir=tmp_path / "absent", forget=forget, retain=retain,
+            method=build_method("altpo"), config=LoopConfig(lr=1e-3, epochs=1),
+            template=TEMPLATE, refusals=REFUSALS, split="forget01",
+        )  # fmt: skip
+
+
+def test_forget_records_for_alternates_come_from_the_perturbed_split(tmp_path):
+    from forgetbench.errors import DataError
+    from forgetbench.study.unlearn import forget_records
+
+    rows = [{"question": q, "answer": a} for q, a in toy_qa()[:2]]
+    perturbed = [
+        {**r, "paraphrased_answer": r["answer"], "perturbed_answer": ["x.", "y."]} for r in rows
+    ]
+    (tmp_path / "forget01.json").write_text(json.dumps(rows))
+    (tmp_path / "forget01_perturbed.json").write_text(json.dumps(perturbed))
+    assert forget_records(tmp_path, "forget01", build_method("npo"))[0].perturbed_answers == ()
+    records = forget_records(tmp_path, "forget01", build_method("altpo"))
+    assert [r.perturbed_answers for r in records] == [("x.", "y.")] * 2
+    perturbed[1]["question"] = "Another question?"
+    (tmp_path / "forget01_perturbed.json").write_text(json.dumps(perturbed))
+    with pytest.raises(DataError, match="forget01_perturbed row 1 is not forget01 row 1"):
+        forget_records(tmp_path, "forget01", build_method("altpo"))
+
+
+# --- A method with state across steps (PDU's dual variable) ----------------------------------
+
+
+def _train_pdu(out, *, epochs: int = 3, on_step=None, batch_size: int = 2):
+    from forgetbench.train.unlearn import StatefulMethodLoss
+
+    tokenizer = toy_tokenizer()
+    model = build_tiny_model(tokenizer, scale="tiny", seed=0)
+    # eps above the random model's retain NLL at first? No: far below, so lambda grows.
+    method = build_method(
+        "pdu",
+        {"retain_weight": 1.0, "dual_step_size": 0.1, "retain_eps": 0.5, "dual_warmup_epochs": 1},
+    )
+    plan = _plan(epochs=epochs)
+    result = train_loop(
+        model,
+        lambda epoch: plan[epoch],
+        loss_fn=StatefulMethodLoss(method),
+        collate_fn=lambda b: collate_items(b, pad_id=tokenizer.pad_token_id),
+        config=LoopConfig(
+            lr=3e-3, epochs=epochs, batch_size=batch_size, per_device_batch_size=2,
+            weight_decay=0.0, warmup_epochs=0.0, checkpoint_every=1,
+        ),
+        out_dir=out,
+        progress=False,
+        on_step=on_step,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    return model, result, rows
+
+
+def test_the_dual_variable_follows_the_retain_loss_from_the_log(tmp_path):
+    _, result, rows = _train_pdu(tmp_path)
+    assert len(rows) == result.steps == 9  # 6 forget questions, batch 2, 3 epochs
+    duals = [r["dual"] for r in rows]  # the lambda each step used
+    assert duals[:4] == [1.0] * 4  # warm-up epoch (steps 1-3) and the first step after it
+    # from epoch 2 on: lambda_{k+1} = max(0, lambda_k + 0.1 * (retain NLL_k - 0.5)); one
+    # micro-batch per step, so the update reads exactly the logged retain NLL
+    for before, after in zip(rows[3:], rows[4:], strict=False):
+        expected = max(0.0, before["dual"] + 0.1 * (before["retain_nll"] - 0.5))
+        assert after["dual"] == pytest.approx(expected, rel=1e-6)
+    assert duals[-1] > 1.0  # the random model's retain NLL is far above 0.5: lambda grows
+
+
+def test_the_dual_update_averages_the_steps_micro_batches(tmp_path):
+    # effective batch 6 = 3 micro-batches: one update per epoch from their mean retain NLL
+    _, result, rows = _train_pdu(tmp_path, batch_size=6)
+    assert result.steps == 3
+    assert [r["dual"] for r in rows][:2] == [1.0, 1.0]
+    assert rows[2]["dual"] > 1.0
+
+
+def test_a_killed_pdu_run_resumes_with_its_dual_variable(tmp_path):
+    whole, _, whole_rows = _train_pdu(tmp_path / "whole")
+    with pytest.raises(_Stop):
+        _train_pdu(tmp_path / "killed", on_step=_stop_after(6))
+    state = json.loads((tmp_path / "killed" / "checkpoint" / "state.json").read_text())
+    assert state["position"]["step"] == 6
+    assert state["extra"]["method_state"]["dual"] == pytest.approx(whole_rows[6]["dual"])
+    resumed, result, rows = _train_pdu(tmp_path / "killed")
+    assert result.steps == 9
+    assert [r["dual"] for r in rows] == [r["dual"] for r in whole_rows]
+    for name, tensor in whole.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], tensor, rtol=0, atol=0)

@@ -76,6 +76,32 @@ def mean_nll(logps: Tensor, mask: Tensor) -> Tensor:
     return -sequence_logprob(logps, mask) / answer_lengths(mask)
 
 
+def token_weighted_logprob(logps: Tensor, mask: Tensor, weights: Tensor) -> Tensor:
+    """(B, T-1) x3 -> (B,): (1/|y|) sum_t w_t log p_t over each sample's answer tokens (WGA and
+    SatImp, whose weights w_t the caller detaches)."""
+    return (weights * logps * mask).sum(dim=1) / answer_lengths(mask)
+
+
+def answer_mean(values: Tensor, mask: Tensor) -> Tensor:
+    """(B, T-1), (B, T-1) -> scalar: each sample's mean of `values` over its masked tokens, then
+    the mean over the samples that have any (a sample whose tokens are all masked out, e.g. by
+    CE-U's skipped first token, drops out rather than dividing by zero)."""
+    _check_pair(values, mask, "answer_mean")
+    mask = mask.bool()
+    counts = mask.sum(dim=1)
+    present = counts > 0
+    if not torch.any(present):
+        raise ValueError("answer_mean: no sample of the batch has a token left to average")
+    per_sample = (values * mask).sum(dim=1)[present] / counts[present].to(values.dtype)
+    return per_sample.mean()
+
+
+def soft_cross_entropy(logits: Tensor, target_probs: Tensor) -> Tensor:
+    """(B, T-1, V), (B, T-1, V) -> (B, T-1): -sum_v q_v log softmax(logits)_v at each position,
+    the cross entropy of the model's next-token distribution against a soft target q."""
+    return -(target_probs * F.log_softmax(logits.float(), dim=-1)).sum(dim=-1)
+
+
 def next_token_kl(
     logits: Tensor,
     ref_logits: Tensor,

@@ -41,6 +41,13 @@ class UnlearnInputs:
     # Same forget batch under the frozen reference (start) model, computed once before unlearning
     # and cached: NPO and DPO need only these sequence-level numbers, never a second model copy.
     ref_forget_logps: Tensor | None = None  # (B, T-1) float, masked by forget_mask
+    # Full next-token logits on the forget batch, *shifted* to line up with forget_logps: row t is
+    # the distribution over token t+1, whose id is forget_targets[:, t] (0 where forget_mask is
+    # False). For methods that reshape the whole distribution (UNDIAL, CE-U, PDU); the frozen
+    # model's come from the engine's frozen copy, as ref_retain_logits do.
+    forget_logits: Tensor | None = None  # (B, T-1, V)
+    forget_targets: Tensor | None = None  # (B, T-1) long
+    ref_forget_logits: Tensor | None = None  # (B, T-1, V), no grad
     # Retain batch, current model.
     retain_logps: Tensor | None = None  # (B, T-1) float
     retain_mask: Tensor | None = None  # (B, T-1) bool
@@ -56,6 +63,12 @@ class UnlearnInputs:
     refusal_logps: Tensor | None = None  # (B, T-1) float
     refusal_mask: Tensor | None = None  # (B, T-1) bool
     ref_refusal_logps: Tensor | None = None  # (B, T-1) float, masked by refusal_mask
+    # Forget questions answered with an *alternate* answer: a plausible but false one (AltPO). On
+    # TOFU-layout data these are the forget split's perturbed answers, one drawn per sample and
+    # epoch from (seed, epoch) (train/unlearn.py `draw_alternates`); reference precomputed.
+    alternate_logps: Tensor | None = None  # (B, T-1) float
+    alternate_mask: Tensor | None = None  # (B, T-1) bool
+    ref_alternate_logps: Tensor | None = None  # (B, T-1) float, masked by alternate_mask
     # RMU: hidden states output by decoder block `rmu.layer` (HF `hidden_states[layer + 1]`).
     forget_hidden: Tensor | None = None  # (B, T, H), current model on the forget batch
     retain_hidden: Tensor | None = None  # (B, T, H), current model on the retain batch
@@ -150,6 +163,29 @@ class TwoTaskMethod(Protocol):
     ) -> Tensor: ...
 
     def fit_scale(self, trial_losses: Sequence[float], *, gain: float) -> float: ...
+
+
+@runtime_checkable
+class StatefulMethod(Protocol):
+    """A method whose loss depends on a small state that evolves during the run (PDU's dual
+    variable). Methods are frozen configs, so the engine owns the state: it starts from
+    `initial_state()`, passes it to every step as `stateful_loss(inputs, state)` (which also
+    returns the per-micro-batch numbers the update reads), and after each optimizer step replaces
+    it by `next_state(state, observed, epoch=...)`, where `observed` holds those numbers averaged
+    over the step's micro-batches (and over processes). The state is a dict of floats: it goes
+    into every checkpoint, so a resumed run continues with the same state, and it is a pure
+    function of the run's trajectory, so a rerun reproduces it. `loss(inputs)` is the loss at the
+    initial state."""
+
+    def initial_state(self) -> dict[str, float]: ...
+
+    def stateful_loss(
+        self, inputs: UnlearnInputs, state: dict[str, float]
+    ) -> tuple[Tensor, dict[str, float], dict[str, Tensor]]: ...
+
+    def next_state(
+        self, state: dict[str, float], observed: dict[str, float], *, epoch: int
+    ) -> dict[str, float]: ...
 
 
 METHODS: Registry[type] = Registry("method")

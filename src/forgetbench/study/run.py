@@ -178,7 +178,7 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
-    from forgetbench.study.unlearn import resolve_method, retain_split_for
+    from forgetbench.study.unlearn import forget_records, resolve_method, retain_split_for
     from forgetbench.train.unlearn import run_unlearning
 
     t = time.perf_counter()
@@ -186,7 +186,7 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
     loop, options = study.unlearn_defaults(name)
     loop, method = resolve_method(config, name, loop, options)
     result = run_unlearning(
-        out, model_dir=study.finetuned, forget=load_tofu(tofu, split),
+        out, model_dir=study.finetuned, forget=forget_records(tofu, split, method),
         retain=load_tofu(tofu, retain_split_for(split)), method=method, config=loop,
         template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
         split=split, max_length=study.max_length,

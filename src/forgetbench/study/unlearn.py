@@ -10,13 +10,14 @@ from pathlib import Path
 
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
-from forgetbench.errors import ConfigError
+from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
 from forgetbench.methods.refusals import load_refusals
+from forgetbench.records import QARecord
 from forgetbench.study.resolve import resolve
 from forgetbench.train.loop import LoopConfig
-from forgetbench.train.unlearn import UnlearnResult, run_unlearning
+from forgetbench.train.unlearn import ALTERNATE_FIELDS, UnlearnResult, run_unlearning
 
 FORGET_SPLITS = ("forget01", "forget05", "forget10")
 
@@ -29,6 +30,29 @@ def retain_split_for(split: str) -> str:
             f"use one of {', '.join(FORGET_SPLITS)}",
         )
     return f"retain{100 - int(match.group(1))}"
+
+
+def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[QARecord]:
+    """The forget split's records. A method that trains toward alternate answers (AltPO) gets
+    TOFU's `{split}_perturbed` records instead: the same questions and answers in the same order
+    (checked), with the perturbed answers it draws its alternates from."""
+    plain = load_tofu(tofu, split)
+    if not method.required_inputs() & ALTERNATE_FIELDS:
+        return plain
+    perturbed = load_tofu(tofu, f"{split}_perturbed")
+    for index, (a, b) in enumerate(zip(plain, perturbed, strict=False)):
+        if (a.question, a.answer) != (b.question, b.answer):
+            raise DataError(
+                f"{split}_perturbed row {index} is not {split} row {index} (question or answer "
+                f"differs), so its perturbed answers cannot serve {method.name} as alternates",
+                f"use the {split}_perturbed file that belongs to this {split}",
+            )
+    if len(plain) != len(perturbed):
+        raise DataError(
+            f"{split}_perturbed has {len(perturbed)} rows but {split} has {len(plain)}",
+            f"use the {split}_perturbed file that belongs to this {split}",
+        )
+    return perturbed
 
 
 def resolve_method(
@@ -80,7 +104,7 @@ def unlearn_command(
     return run_unlearning(
         out,
         model_dir=study.finetuned,
-        forget=load_tofu(tofu, split),
+        forget=forget_records(tofu, split, method),
         retain=load_tofu(tofu, retain_split),
         method=method,
         config=loop,

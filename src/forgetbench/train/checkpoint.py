@@ -1,7 +1,8 @@
 """Checkpoints through accelerate's `save_state` / `load_state`, called on every process: each one
 saves and restores its own part (its shard of the model and optimizer under FSDP/DeepSpeed, its
 RNG streams). Weights are safetensors. The loop position, the learning-rate schedule and a step
-hook's state are ours, in `state.json`.
+hook's or stateful loss's state (NGDiff's lr gain, a method's dual variable) are ours, in
+`state.json` (`extra`).
 
 Every process writes into `.checkpoint.tmp`; once all have written, the main process adds
 `state.json` and `manifest.json` (size and sha256 of every file) and renames the folder to

@@ -65,6 +65,24 @@ class StepHook(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class StatefulLoss(Protocol):
+    """A `loss_fn` with state beyond the model's and the optimizer's (a method's dual variable):
+    the loop calls `end_step` once after each optimizer step (`reduce` averages a tensor over
+    processes; `epoch` is the 0-based epoch of the step) and saves `state_dict()` with every
+    checkpoint, restoring it on resume, as it does a step hook's."""
+
+    def __call__(
+        self, model: torch.nn.Module, batch: Any
+    ) -> torch.Tensor | tuple[torch.Tensor, dict[str, float]]: ...
+
+    def end_step(self, reduce: Callable[[torch.Tensor], torch.Tensor], *, epoch: int) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
 class NonFiniteLoss(ForgetbenchError):
     pass
 
@@ -158,11 +176,14 @@ def train_loop(
     model, optimizer = accelerator.prepare(model, optimizer)
     position = LoopPosition(0, 0, 0)
     resumed = load_checkpoint(out, accelerator=accelerator, model=model, optimizer=optimizer)
+    stateful = loss_fn if isinstance(loss_fn, StatefulLoss) else None
+    # Whatever keeps state of its own across steps: a step hook or a stateful loss (never both).
+    holder = step_hook if step_hook is not None else stateful
     if resumed is not None:
         position = resumed.position
         scheduler.load_state_dict(resumed.schedule)
-        if step_hook is not None:
-            step_hook.load_state_dict(resumed.extra)
+        if holder is not None:
+            holder.load_state_dict(resumed.extra)
 
     log_path = out / TRAIN_LOG
     losses = []
@@ -221,6 +242,10 @@ def train_loop(
                                 )
                         if step_hook is None:
                             optimizer.step()
+                            if stateful is not None:
+                                stateful.end_step(
+                                    lambda t: accelerator.reduce(t, reduction="mean"), epoch=epoch
+                                )
                         else:
                             parts = {**parts, **step_hook.step(model, optimizer, step=step)}
                         scheduler.step()
@@ -263,7 +288,7 @@ def train_loop(
                         accelerator=accelerator,
                         position=next_position,
                         schedule=scheduler.state_dict(),
-                        extra=step_hook.state_dict() if step_hook is not None else None,
+                        extra=holder.state_dict() if holder is not None else None,
                     )
                 if on_step is not None:
                     on_step(step, model)

@@ -2,13 +2,15 @@
 method's loss through the shared training loop.
 
 Compute is O(|forget set|): an epoch is one pass over the forget set, each forget sample paired
-with one retain sample and one refusal string, both redrawn every epoch from (seed, epoch) as
-TOFU's and open-unlearning's datasets redraw them on every access. Reference quantities NPO/DPO
-need (sequence log-probs of the start model, for every text some epoch uses) are computed once
-before training; a frozen model copy is kept only for methods that need its full outputs during
-training (an exact KL, retain activations). The engine asks a method for its optional parts by
+with one retain sample and one refusal string (and, for a method that reads them, one alternate
+answer), all redrawn every epoch from (seed, epoch) as TOFU's and open-unlearning's datasets
+redraw them on every access. Reference quantities preference methods need (sequence log-probs of
+the start model, for every text some epoch uses) are computed once before training; a frozen model
+copy is kept only for methods that need its full outputs during training (an exact KL, retain
+activations, forget-batch logits). The engine asks a method for its optional parts by
 protocol (methods/base.py: constants it prepares, the parameters it trains, the hidden layer it
-reads, a two-gradient update through the loop's step hook, train/two_task.py), never by name.
+reads, a two-gradient update through the loop's step hook, train/two_task.py, state across
+steps through the loop's stateful loss, `StatefulMethodLoss`), never by name.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ import torch
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
+from forgetbench.errors import DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
     HiddenStateMethod,
     PreparedMethod,
     SelectiveMethod,
+    StatefulMethod,
     TwoTaskMethod,
     UnlearnInputs,
     UnlearnMethod,
@@ -53,8 +57,11 @@ from forgetbench.train.stages import inputs_key, model_fingerprint, publish_mode
 from forgetbench.train.two_task import TwoTaskStep
 
 UNLEARN_FILE = "unlearn.json"
-_REFERENCE_FIELDS = {"ref_forget_logps", "ref_refusal_logps"}
-_FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden"}
+_REFERENCE_FIELDS = {"ref_forget_logps", "ref_refusal_logps", "ref_alternate_logps"}
+_FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden", "ref_forget_logits"}
+# Answer kinds the engine encodes per item and scores once under the start model when asked.
+_SCORED_KINDS = ("forget", "refusal", "alternate")
+ALTERNATE_FIELDS = frozenset({"alternate_logps", "alternate_mask", "ref_alternate_logps"})
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,8 @@ class UnlearnItem:
     refusal: Encoded
     ref_forget_logps: tuple[float, ...] = ()  # (len(forget) - 1,) start model, precomputed
     ref_refusal_logps: tuple[float, ...] = ()
+    alternate: Encoded | None = None  # only for methods that read alternate answers (AltPO)
+    ref_alternate_logps: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,14 @@ def draw_pairings(
     return partners, refusals
 
 
+def draw_alternates(counts: Sequence[int], *, seed: int, epoch: int) -> list[int]:
+    """Epoch `epoch`'s alternate answer (an index into its record's `perturbed_answers`, of which
+    sample i has `counts[i]`) for each forget sample. A stream of its own, so methods without
+    alternates draw exactly the partners and refusals they drew before AltPO existed."""
+    rng = random.Random(f"forgetbench-unlearn-alternate:{seed}:{epoch}")
+    return [rng.randrange(n) for n in counts]
+
+
 def build_items(
     forget: Sequence[QARecord],
     retain: Sequence[QARecord],
@@ -101,9 +118,11 @@ def build_items(
     seed: int,
     max_length: int,
     epochs: int = 1,
+    alternates: bool = False,
 ) -> list[list[UnlearnItem]]:
     """One list of items per epoch (the forget set in its order, with that epoch's retain partners
-    and refusals from `draw_pairings`). Each distinct text is encoded once and shared."""
+    and refusals from `draw_pairings`, and with `alternates` an alternate answer from
+    `draw_alternates`). Each distinct text is encoded once and shared."""
 
     def encode(question: str, answer: str) -> Encoded:
         return encode_prompt_answer(
@@ -116,18 +135,33 @@ def build_items(
     forget_encoded = [encode(f.question, f.answer) for f in forget]
     retain_encoded: dict[int, Encoded] = {}
     refusal_encoded: dict[tuple[int, int], Encoded] = {}
+    alternate_encoded: dict[tuple[int, int], Encoded] = {}
     plan = []
     for epoch in range(epochs):
         partners, answers = draw_pairings(
             len(forget), len(retain), len(refusals), seed=seed, epoch=epoch
         )
+        picks: list[int | None] = [None] * len(forget)
+        if alternates:
+            picks = list(
+                draw_alternates([len(f.perturbed_answers) for f in forget], seed=seed, epoch=epoch)
+            )
         items = []
-        for i, (r, k) in enumerate(zip(partners, answers, strict=True)):
+        for i, (r, k, a) in enumerate(zip(partners, answers, picks, strict=True)):
             if r not in retain_encoded:
                 retain_encoded[r] = encode(retain[r].question, retain[r].answer)
             if (i, k) not in refusal_encoded:
                 refusal_encoded[i, k] = encode(forget[i].question, refusals[k])
-            items.append(UnlearnItem(forget_encoded[i], retain_encoded[r], refusal_encoded[i, k]))
+            if a is not None and (i, a) not in alternate_encoded:
+                alternate_encoded[i, a] = encode(forget[i].question, forget[i].perturbed_answers[a])
+            items.append(
+                UnlearnItem(
+                    forget_encoded[i],
+                    retain_encoded[r],
+                    refusal_encoded[i, k],
+                    alternate=None if a is None else alternate_encoded[i, a],
+                )
+            )
         plan.append(items)
     return plan
 
@@ -141,11 +175,12 @@ def with_reference_logps(
     fields: set[str],
     batch_size: int = 16,
 ) -> list[list[UnlearnItem]]:
-    """Score every distinct forget answer (and every refusal some epoch uses) once under the start
-    model, so each epoch's items carry the reference log-probs of exactly their own texts."""
+    """Score every distinct forget answer (and every refusal or alternate answer some epoch uses)
+    once under the start model, so each epoch's items carry the reference log-probs of exactly
+    their own texts."""
     model.eval()
     tables: dict[str, dict[int, tuple[float, ...]]] = {}
-    for kind in ("forget", "refusal"):
+    for kind in _SCORED_KINDS:
         if f"ref_{kind}_logps" not in fields:
             continue
         # Items share their Encoded objects (build_items encodes each text once): key by identity.
@@ -176,7 +211,12 @@ def collate_items(items: list[UnlearnItem], *, pad_id: int) -> dict[str, Any]:
         "retain": collate([i.retain for i in items], pad_id=pad_id),
         "refusal": collate([i.refusal for i in items], pad_id=pad_id),
     }
-    for kind in ("forget", "refusal"):
+    alternates = [i.alternate for i in items]
+    if all(a is not None for a in alternates):
+        batch["alternate"] = collate(alternates, pad_id=pad_id)
+    for kind in _SCORED_KINDS:
+        if kind not in batch:
+            continue
         width = batch[kind]["input_ids"].shape[1] - 1
         values = [getattr(i, f"ref_{kind}_logps") for i in items]
         if all(values):
@@ -207,10 +247,17 @@ class MethodLoss:
     def inputs(self, model: Any, batch: dict[str, Any]) -> UnlearnInputs:
         fields: dict[str, Any] = {}
         needs = self.needs
-        if needs & {"forget_logps", "forget_mask"}:
-            fields["forget_logps"], fields["forget_mask"] = answer_token_logprobs(
-                forward_logits(model, batch["forget"]), batch["forget"]["labels"]
-            )
+        if needs & {"forget_logps", "forget_mask", "forget_logits", "forget_targets"}:
+            logits = forward_logits(model, batch["forget"])
+            labels = batch["forget"]["labels"]
+            fields["forget_logps"], fields["forget_mask"] = answer_token_logprobs(logits, labels)
+            # Shifted like forget_logps: row t predicts token t+1.
+            fields["forget_logits"] = logits[:, :-1, :]
+            fields["forget_targets"] = labels[:, 1:].masked_fill(~fields["forget_mask"], 0)
+        if "ref_forget_logits" in needs:
+            with torch.no_grad():
+                ref = forward_logits(self.frozen, batch["forget"])
+            fields["ref_forget_logits"] = ref[:, :-1, :]
         if needs & {"retain_logps", "retain_mask", "retain_logits"}:
             logits = forward_logits(model, batch["retain"])
             fields["retain_logps"], fields["retain_mask"] = answer_token_logprobs(
@@ -226,7 +273,11 @@ class MethodLoss:
             fields["refusal_logps"], fields["refusal_mask"] = answer_token_logprobs(
                 forward_logits(model, batch["refusal"]), batch["refusal"]["labels"]
             )
-        for kind in ("forget", "refusal"):
+        if needs & {"alternate_logps", "alternate_mask"}:
+            fields["alternate_logps"], fields["alternate_mask"] = answer_token_logprobs(
+                forward_logits(model, batch["alternate"]), batch["alternate"]["labels"]
+            )
+        for kind in _SCORED_KINDS:
             if f"ref_{kind}_logps" in needs:
                 fields[f"ref_{kind}_logps"] = batch[f"ref_{kind}_logps"]
         if "forget_hidden" in needs:
@@ -253,6 +304,44 @@ class MethodLoss:
         return self.method.loss(self.inputs(model, batch))
 
 
+class StatefulMethodLoss(MethodLoss):
+    """`MethodLoss` for a `StatefulMethod`: holds the method's state (a dict of floats), passes it
+    to every step, and updates it after each optimizer step from the step's micro-batch numbers
+    (the loop's `StatefulLoss`, which checkpoints and restores it)."""
+
+    def __init__(self, method: StatefulMethod, **kwargs: Any) -> None:
+        super().__init__(method, **kwargs)  # type: ignore[arg-type]
+        self.state = dict(method.initial_state())
+        self._observed: list[dict[str, torch.Tensor]] = []
+
+    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+        loss, parts, observed = self.method.stateful_loss(  # type: ignore[attr-defined]
+            self.inputs(model, batch), self.state
+        )
+        self._observed.append({k: v.detach().float() for k, v in observed.items()})
+        return loss, {**parts, **self.state}  # the state this step used, in the log
+
+    def end_step(self, reduce: Any, *, epoch: int) -> None:
+        observed = {
+            k: float(reduce(torch.stack([o[k] for o in self._observed]).mean()))
+            for k in self._observed[0]
+        }
+        self._observed = []
+        self.state = dict(
+            self.method.next_state(self.state, observed, epoch=epoch)  # type: ignore[attr-defined]
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"method_state": dict(self.state)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        # Every checkpoint of this run folder has one (the folder's key covers the method and
+        # its options); a missing one leaves the initial state rather than failing the resume.
+        saved = state.get("method_state")
+        if saved is not None:
+            self.state = {k: float(v) for k, v in saved.items()}
+
+
 def unlearn_key(
     method: UnlearnMethod, config: LoopConfig, parent: str, items: Iterable[UnlearnItem]
 ) -> str:
@@ -263,8 +352,14 @@ def unlearn_key(
         "parent": parent,
         "version": __version__,
     }
+    # Alternate answers count only where a method reads them, so no other method's key changed.
     return inputs_key(
-        header, ([i.forget.input_ids, i.retain.input_ids, i.refusal.input_ids] for i in items)
+        header,
+        (
+            [i.forget.input_ids, i.retain.input_ids, i.refusal.input_ids]
+            + ([] if i.alternate is None else [i.alternate.input_ids])
+            for i in items
+        ),
     )
 
 
@@ -286,6 +381,16 @@ def run_unlearning(
 ) -> UnlearnResult:
     """Unlearn `forget` from the model at `model_dir`; snapshots every `snapshot_every` steps
     (0 = each epoch) become `snapshots/step-N/` model folders for trajectory evaluation."""
+    needs = set(method.required_inputs())
+    alternates = bool(needs & ALTERNATE_FIELDS)
+    if alternates:
+        lacking = [f.index for f in forget if not f.perturbed_answers]
+        if lacking:
+            raise DataError(
+                f"{method.name} trains toward alternate answers, but {len(lacking)} of the "
+                f"{len(forget)} forget questions of {split} have none (first: row {lacking[0]})",
+                f"give the forget records perturbed answers (TOFU's {split}_perturbed split)",
+            )
     model, tokenizer = load_model(model_dir, trust_remote_code=trust_remote_code)
     plan = build_items(
         forget,
@@ -296,6 +401,7 @@ def run_unlearning(
         seed=config.seed,
         max_length=max_length,
         epochs=config.epochs,
+        alternates=alternates,
     )
     key = unlearn_key(
         method, config, model_fingerprint(Path(model_dir)), (i for e in plan for i in e)
@@ -310,7 +416,6 @@ def run_unlearning(
             snapshots = [start] + [(s, folder / p) for s, p in info["snapshots"] if s != 0]
             return UnlearnResult(folder / "model", snapshots, info["losses"], info["seconds"], True)
 
-        needs = set(method.required_inputs())
         plan = with_reference_logps(
             model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
         )
@@ -337,7 +442,11 @@ def run_unlearning(
                 )
 
         started = time.perf_counter()
-        loss = MethodLoss(method, frozen=frozen, constants=constants)
+        loss = (
+            StatefulMethodLoss(method, frozen=frozen, constants=constants)
+            if isinstance(method, StatefulMethod)
+            else MethodLoss(method, frozen=frozen, constants=constants)
+        )
         # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
         # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
         hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None

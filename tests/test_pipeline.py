@@ -28,6 +28,7 @@ ARGS = [
     "eval.lume_max_new_tokens=48",
 ]
 ARGS += ["eval.batch_size=64"]  # fewer generation steps: the tiny model is cheap per row
+ARGS += ["attack.relearn_full_rounds=2"]  # every attack runs; the plain relearning one shorter
 
 
 @pytest.fixture(scope="module")

@@ -322,16 +322,20 @@ def shadow_memberships(candidates: int, shadows: int, *, seed: int, split: str) 
     """Which candidates (forget then holdout items of `split`) each of `shadows` shadow models
     trains on: `masks[i][j]` is True when shadow i has candidate j.
 
-    Balanced as in Carlini et al. (2022)'s experiments: every candidate is in the training data of
-    exactly `shadows // 2` shadows, a seeded random choice per candidate, so each candidate has IN
-    and OUT shadows to compare with (online LiRA needs both) and each shadow gets about half of
-    the pool. Seeded by the study's seed and the split, so a rerun picks the same halves (and
-    reuses the cached shadows)."""
+    Shadows come in pairs: shadow 2m trains on a seeded random half of the candidates
+    (`candidates // 2` of them) and shadow 2m + 1 on the other half. So every shadow has half of
+    the pool and every candidate is in exactly one shadow of each pair: `shadows // 2` IN and as
+    many OUT shadows to compare with (online LiRA needs both), the balance of Carlini et al.
+    (2022)'s experiments. An odd last shadow gets a random half of its own. Seeded by the study's
+    seed and the split, so a rerun draws the same halves (and reuses the cached shadows)."""
     if shadows < 2:
         raise ValueError(f"shadow attacks need at least 2 shadow models, got {shadows}")
     rng = random.Random(f"forgetbench-mini/{seed}/shadows/{split}")
-    masks = [[False] * candidates for _ in range(shadows)]
-    for j in range(candidates):
-        for i in rng.sample(range(shadows), shadows // 2):
-            masks[i][j] = True
+    masks = []
+    for i in range(shadows):
+        if i % 2 == 1:
+            masks.append([not inside for inside in masks[-1]])
+            continue
+        half = set(rng.sample(range(candidates), candidates // 2))
+        masks.append([j in half for j in range(candidates)])
     return masks

@@ -3,6 +3,7 @@ shadow-model files a study reads them with."""
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,3 +108,29 @@ def test_shadow_files_give_masks_in_candidate_order(tmp_path):
     files[1].write_text(json.dumps({"model": "m1"}))
     with pytest.raises(DataError, match="members"):
         shadow_masks(study, "forget10")
+
+
+def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
+    from forgetbench.config import load_config
+    from forgetbench.errors import ConfigError
+    from forgetbench.study.resolve import resolve
+    from toy import toy_tokenizer
+
+    from forgetbench.modeling import build_tiny_model
+
+    model = tmp_path / "model"
+    build_tiny_model(toy_tokenizer(), seed=0).save_pretrained(model)
+    toy_tokenizer().save_pretrained(model)
+    given = {"forget10": ["s0.json", "s1.json"]}
+    config = load_config(values={"study.mia_shadow_models": ("study.mia_shadow_models", given)})
+    study, _ = resolve(
+        config, tmp_path, model=str(model), data=str(tmp_path), progress=False,
+        forget_splits=["forget10", "forget05"],
+    )  # fmt: skip
+    assert study.shadows == {"forget10": [Path("s0.json"), Path("s1.json")]}
+    wrong = load_config(values={"study.mia_shadow_models": ("x", {"forget11": ["s0.json"]})})
+    with pytest.raises(ConfigError, match="forget11.*did you mean 'forget10'"):
+        resolve(wrong, tmp_path, model=str(model), data=str(tmp_path), progress=False)
+    # The built-in miniature trains its own shadows: given ones are refused, before any work.
+    with pytest.raises(ConfigError, match="study.mia_shadow_models"):
+        resolve(config, tmp_path, model=None, data=None, progress=False)

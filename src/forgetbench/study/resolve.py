@@ -237,6 +237,12 @@ def resolve(
     from forgetbench.study.unlearn import retain_split_for
 
     if is_miniature(config, model, data):
+        if config.study.mia_shadow_models:
+            raise ConfigError(
+                "study.mia_shadow_models names shadow models for a study of your own model; "
+                "the built-in miniature trains its own",
+                "drop study.mia_shadow_models, and set eval.mia_shadows to choose how many",
+            )
         mini = miniature(config, out, progress=progress)
         splits = list(forget_splits)
         stages: dict[str, Any] = {"finetune": "full"}
@@ -290,7 +296,14 @@ def resolve(
             f"forgetbench {command} --benchmark lume is not supported yet",
             "evaluate LUME models with 'forgetbench eval --benchmark lume'",
         )
+    from forgetbench.config import FORGET_SPLITS
+    from forgetbench.errors import UnknownNameError
     from forgetbench.modeling import load_tokenizer, resolve_template
+
+    for split in config.study.mia_shadow_models:
+        if split not in FORGET_SPLITS:
+            raise UnknownNameError("split in study.mia_shadow_models", split, FORGET_SPLITS)
+    forget_splits = list(forget_splits)
 
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     study = Study(

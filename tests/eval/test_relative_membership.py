@@ -136,3 +136,16 @@ def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
     one = load_config(values={"eval.mia_shadows": ("eval.mia_shadows", 1)})
     with pytest.raises(ConfigError, match="eval.mia_shadows=1"):
         resolve(one, tmp_path, model=None, data=None, progress=False, forget_splits=["forget10"])
+
+
+def test_shadow_options_stay_out_of_evaluation_keys_and_a_task_subset_goes_in(tmp_path):
+    from forgetbench.config import EvalConfig
+    from forgetbench.eval.runner import evaluation_key
+
+    def key(options, tasks=None):
+        return evaluation_key(tmp_path / "m", tmp_path / "d", "forget10", options, "mini", tasks)
+
+    # How many shadows and RMIA's gamma change rows, not any one model's evaluation.
+    assert key(EvalConfig(mia_shadows=8, mia_rmia_gamma=2.0)) == key(EvalConfig())
+    # A shadow's MIA-only evaluation is not the full one of the same model.
+    assert key(EvalConfig(), ("mia",)) != key(EvalConfig())

@@ -51,6 +51,10 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
             assert final[key] is not None, (method, key)
         assert "formats/mcqa/forget" in final and "lume/task_aggregate" in final
         assert "mia/min_k_plus_plus" in final and "exact_memorisation" in final
+        # Row-time attacks (retain model, 4 shadows) and the low-FPR TPRs: holdout10 has 20
+        # questions at tiny scale, too few to resolve 1% FPR.
+        assert final["mia/lira"] is not None and final["mia/reference"] is not None
+        assert final["mia/nonmembers"] == 20 and final["mia/rmia/tpr@1%fpr"] is None
         middle = next(r for r in rows if r["method"] == method and r["step"] == steps[0])
         assert "mia/loss" in middle and "formats/mcqa/forget" not in middle
     retain = next(r for r in rows if r["method"] == "retain")
@@ -76,6 +80,9 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
             assert f"attack/{key}" in final, (method, key)
         assert "attack/relearn_full/budget_steps" in final
     assert 'id="robustness-forget10"' in html and '<section id="robustness">' in html
+    assert '<section id="mia">' in html
+    shadows = sorted((study / "mia" / "forget10").glob("shadow-*.json"))
+    assert [json.loads(f.read_text())["index"] for f in shadows] == [0, 1, 2, 3]
     for row in rows:
         assert (study / row["log"] / "summary.json").is_file()
 

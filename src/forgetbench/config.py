@@ -152,6 +152,18 @@ class EvalConfig(_Section):
     )
     mia: bool = Field(True, description="membership inference: forget set vs its holdout split")
     mia_k: float = Field(0.4, gt=0, le=1, description="Min-K% / Min-K%++ fraction")
+    # Row-time options: the attacks they set up combine evaluations, so they are not part of any
+    # one model's evaluation (nor of its cache key).
+    mia_shadows: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description="shadow models per split for the LiRA and RMIA attacks (built-in miniature; "
+        "0 = none, else at least 2)",
+    )
+    mia_rmia_gamma: float = Field(
+        1.0, gt=0, description="RMIA's likelihood-ratio threshold gamma against each population z"
+    )
     lume: bool = Field(True, description="LUME tasks, where the data has them (a lume/ folder)")
     # The SemEval-2025 scorer generates up to 256 new tokens per LUME prompt (its --max_new_tokens
     # default); TOFU's answers are short and keep `max_new_tokens`.
@@ -219,6 +231,13 @@ class StudyConfig(_Section):
     retain_logs: dict[str, str] = Field(
         default_factory=dict,
         description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}",
+    )
+    # Shadow models for LiRA / RMIA when the models are not ours: per split, JSON files
+    # {"model": folder, "members": [question, ...]}, the layout forgetbench writes for its own.
+    mia_shadow_models: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="shadow models per split for LiRA/RMIA with --model: JSON files "
+        '{"model": path, "members": [questions]}, e.g. {forget10: [s0.json, s1.json]}',
     )
     # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
     # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,

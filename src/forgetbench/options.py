@@ -116,6 +116,10 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "unlearn": "eval " + _NO_UNLEARNING,
         "method": "eval " + _NO_UNLEARNING,
         "study": _STUDY,
+        "eval.mia_shadows": "eval scores one model; the shadow-model attacks are made by "
+        "'forgetbench run', from several",
+        "eval.mia_rmia_gamma": "eval scores one model; RMIA is made by 'forgetbench run', from "
+        "its shadow models",
     },
     "sanity": {
         "model.name": "sanity trains its own models at --scale (TOFU appendix E)",
@@ -189,6 +193,10 @@ UNUSED_WITH_A_MODEL: dict[str, dict[str, str | None]] = {
         for command in ("unlearn", "run")
     },
 }
+UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
+    "shadow models are trained only for the built-in miniature; give yours with "
+    "study.mia_shadow_models"
+)
 
 
 def unused_reason(unused: Mapping[str, str | None], key: str) -> str | None:

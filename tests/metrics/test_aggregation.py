@@ -8,7 +8,13 @@ from forgetbench.metrics.aggregation import harmonic_mean, mean
 
 
 def test_every_metric_names_a_registered_aggregation():
-    assert set(AGGREGATIONS.names()) == {"mean", "harmonic_mean", "roc_auc", "ks_pvalue"}
+    assert set(AGGREGATIONS.names()) == {
+        "mean",
+        "harmonic_mean",
+        "roc_auc",
+        "ks_pvalue",
+        "tpr_at_fpr",
+    }
     for info in METRICS.values():
         assert info.aggregation in AGGREGATIONS, info.name
 

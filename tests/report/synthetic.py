@@ -25,8 +25,12 @@ def _scores(shift: float) -> dict[str, Any]:
     for k, name in enumerate(FORMATS):
         row[f"formats/{name}/forget"] = round(max(0.0, 0.8 - 0.03 * k - shift), 4)
         row[f"formats/{name}/retain"] = round(0.75 - 0.02 * k - shift / 5, 4)
+    row["mia/members"], row["mia/nonmembers"] = 20, 150
     for k, attack in enumerate(MIA_ATTACKS):
         row[f"mia/{attack}"] = round(0.9 - 0.01 * k - shift / 2, 4)
+        # 150 non-members: 1% FPR is resolvable, 0.1% is not (null).
+        row[f"mia/{attack}/tpr@1%fpr"] = round(0.5 - shift / 2, 4)
+        row[f"mia/{attack}/tpr@0.1%fpr"] = None
     row["privleak"] = round(80.0 - 100 * shift, 3)
     row["exact_memorisation"] = round(0.7 - shift, 4)
     row["extraction_strength"] = round(0.5 - shift / 2, 4)

@@ -198,3 +198,38 @@ def test_without_attacks_there_is_no_robustness_section(tmp_path: Path):
     results = _without(synthetic_results(), ("attack/",))
     page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
     assert 'id="robustness"' not in page and "Robustness attacks: omitted" in page
+
+
+def test_membership_table_per_model_with_not_resolvable_cells(tmp_path: Path):
+    results = synthetic_results()
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    section = page[page.index('<section id="mia">') : page.index('<section id="plots">')]
+    # One table per split and model: 3 reference models + 3 methods at their last step.
+    titles = re.findall(r"<h3>([^<]+)</h3>", section)
+    assert titles[:4] == [
+        "finetuned on forget01",
+        "retain on forget01",
+        "base on forget01",
+        "grad_ascent on forget01, step 15",
+    ]
+    assert len(titles) == 12
+    table = section[section.index("grad_ascent on forget01") :]
+    rows = re.findall(r"<tr>(.*?)</tr>", table[: table.index("</table>")], flags=re.S)
+    cells = [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", r) for r in rows]
+    head = ["attack", "AUC", "TPR @ 1% FPR", "TPR @ 0.1% FPR", "retain AUC", "retain TPR @ 1% FPR"]
+    assert cells[0] == head
+    assert [c[0] for c in cells[1:]] == [
+        "LOSS",
+        "zlib",
+        "Min-K%",
+        "Min-K%++",
+        "reference (retain model)",
+        "LiRA (online, shadows)",
+        "RMIA (online, shadows)",
+    ]
+    # synthetic: grad_ascent at step 15 has shift 0.3 (LOSS AUC 0.9 - 0.3/2 = 0.75, TPR 0.35),
+    # npo 0.32; the retain model 0.3 as well. 150 non-members: 0.1% is n/r, 1% a number.
+    assert cells[1][1:] == ["0.7500", "0.3500", "n/r", "0.7500", "0.3500"]
+    npo = section[section.index("npo on forget01") :]
+    assert re.search(r"<td>LOSS</td><td[^>]*>0.7400</td><td[^>]*>0.3400</td>", npo)
+    assert "20 members, 150 non-members." in table

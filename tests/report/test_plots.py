@@ -41,3 +41,13 @@ def test_formats_and_attacks_in_the_papers_order():
     assert plots.format_names(rows) == ["mcqa", "cloze", "zzz"]
     rows = [{"mia/zlib": 0.5, "mia/loss": 0.6, "mia/gradnorm": 0.7, "mia/min_k": None}]
     assert plots.mia_attacks(rows) == ["loss", "zlib", "gradnorm"]
+
+
+def test_mia_attacks_are_the_auc_keys_only():
+    from forgetbench.report.plots import mia_attacks
+
+    rows = [
+        {"split": "s", "method": "m", "mia/lira": 0.6, "mia/loss": 0.7, "mia/members": 20,
+         "mia/nonmembers": 20, "mia/loss/tpr@1%fpr": None, "mia/lira/tpr@0.1%fpr": 0.1},
+    ]  # fmt: skip
+    assert mia_attacks(rows) == ["loss", "lira"]

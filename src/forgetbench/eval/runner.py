@@ -53,11 +53,19 @@ def _model_identity(model_dir: str | Path) -> str:
 
 
 _NEWER_OPTIONS = ("lume_mmlu", "max_questions")  # EvalConfig fields added after caches existed
+# Options read when rows are made from several evaluations (shadow-model attacks), never by one.
+ROW_TIME_OPTIONS = frozenset({"mia_shadows", "mia_rmia_gamma"})
 
 
 def evaluation_key(
-    model_dir: str | Path, data: str | Path, split: str, options: EvalConfig, benchmark: str
+    model_dir: str | Path,
+    data: str | Path,
+    split: str,
+    options: EvalConfig,
+    benchmark: str,
+    tasks: tuple[str, ...] | None = None,
 ) -> str:
+    """`tasks`: only these of `TASK_ORDER` (a shadow model's MIA-only evaluation); None = all."""
     blob = json.dumps(
         [
             __version__,
@@ -69,7 +77,11 @@ def evaluation_key(
             # in any output folder sharing the cache, are not reused for the new one.
             {name: info.version for name, info in sorted(METRICS.items())},
             # Unset, the newer options leave the keys of earlier evaluations as they were.
-            options.model_dump(exclude={k for k in _NEWER_OPTIONS if getattr(options, k) is None}),
+            options.model_dump(
+                exclude={k for k in _NEWER_OPTIONS if getattr(options, k) is None}
+                | ROW_TIME_OPTIONS
+            ),
+            *([list(tasks)] if tasks is not None else []),
         ]
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -86,10 +98,11 @@ def evaluate_model(
     options: EvalConfig,
     max_length: int,
     phases: dict[str, float] | None = None,
+    tasks: tuple[str, ...] | None = None,
 ) -> tuple[EvalLog | None, dict[str, Any], dict[str, Any]]:
     """(TOFU log or None, scores, extra per-item logs) for one loaded model: every task that
-    applies (`TASK_ORDER`), answered by the fast backend, then LUME's final score. `phases`, when
-    given, receives the seconds spent scoring and generating."""
+    applies (`TASK_ORDER`, or those of it in `tasks`), answered by the fast backend, then LUME's
+    final score. `phases`, when given, receives the seconds spent scoring and generating."""
     check_utility_options(options)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
@@ -100,6 +113,8 @@ def evaluate_model(
     scores: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for name in TASK_ORDER:
+        if tasks is not None and name not in tasks:
+            continue
         task = TASKS.get(name)(setup)
         if task is None:
             continue

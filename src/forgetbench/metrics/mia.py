@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -206,3 +207,161 @@ def privleak(auc: float, retain_auc: float) -> float:
             "model that perfectly separates forget from holdout items makes the ratio undefined"
         )
     return ((1.0 - auc) - (1.0 - retain_auc)) / (1.0 - retain_auc) * 100.0
+
+
+# --- TPR at a low FPR ------------------------------------------------------------------------
+
+LOW_FPRS: dict[str, float] = {"tpr@1%fpr": 0.01, "tpr@0.1%fpr": 0.001}
+"""The low false-positive rates reported for every attack, by result-key suffix
+(`mia/<attack>/tpr@1%fpr`). Carlini et al. (2022) argue an attack matters when it identifies some
+members confidently, which the AUC averages away."""
+
+
+def min_nonmembers(fpr: float) -> int:
+    """Fewest non-members at which TPR at `fpr` is measured rather than made up: `ceil(1 / fpr)`,
+    so that at least one non-member may score above the threshold (n * fpr >= 1). With fewer, the
+    lowest non-zero FPR the data can show is 1/n > fpr, and any value at `fpr` would be an
+    interpolation between (0, TPR(0)) and (1/n, TPR(1/n)) with nothing measured in between."""
+    if not 0.0 < fpr < 1.0:
+        raise ValueError(f"fpr must be in (0, 1), got {fpr}")
+    # The tolerance keeps 1 / 0.01 = 100.00000000000001 at 100.
+    return math.ceil(1.0 / fpr - 1e-9)
+
+
+@AGGREGATIONS.register("tpr_at_fpr")
+def tpr_at_fpr(member_scores: np.ndarray, nonmember_scores: np.ndarray, fpr: float) -> float | None:
+    """TPR at false-positive rate `fpr` from the ROC curve, members labelled 1, higher score =
+    member; None when there are fewer than `min_nonmembers(fpr)` non-members ("not resolvable").
+
+    The ROC: one point per distinct score threshold (`sklearn.metrics.roc_curve` with
+    `drop_intermediate=False`, starting at (0, 0)). Between two consecutive points the curve is
+    the straight line, which a randomised threshold achieves: the ties at a score are flagged
+    with the probability that moves along the segment. TPR at `fpr` is the curve's highest TPR
+    at that FPR, i.e. at a point that lies on a vertical run of the curve (several members tied
+    above the next non-member) the top of the run, else the linear interpolation between the last
+    point with FPR <= fpr and the next one."""
+    from sklearn.metrics import roc_curve
+
+    members = np.asarray(member_scores, dtype=np.float64).ravel()
+    nonmembers = np.asarray(nonmember_scores, dtype=np.float64).ravel()
+    for name, values in (("member_scores", members), ("nonmember_scores", nonmembers)):
+        if values.size == 0:
+            raise ValueError(f"{name} is empty: a ROC curve needs members and non-members")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} has non-finite values: {values[~np.isfinite(values)]}")
+    if nonmembers.size < min_nonmembers(fpr):
+        return None
+    labels = np.concatenate([np.ones(members.size), np.zeros(nonmembers.size)])
+    fprs, tprs, _ = roc_curve(
+        labels, np.concatenate([members, nonmembers]), drop_intermediate=False
+    )
+    # FPRs are non-decreasing; the last point at or below `fpr` is the top of any vertical run.
+    last = int(np.searchsorted(fprs, fpr, side="right")) - 1
+    if fprs[last] == fpr or last == len(fprs) - 1:
+        return float(tprs[last])
+    f0, f1, t0, t1 = fprs[last], fprs[last + 1], tprs[last], tprs[last + 1]
+    return float(t0 + (t1 - t0) * (fpr - f0) / (f1 - f0))
+
+
+def attack_summary(
+    prefix: str, member_scores: Sequence[float], nonmember_scores: Sequence[float]
+) -> dict[str, Any]:
+    """`{prefix}` (AUC) and `{prefix}/tpr@...fpr` for each of `LOW_FPRS`, from one attack's
+    per-item scores."""
+    members = np.asarray(member_scores, dtype=np.float64)
+    nonmembers = np.asarray(nonmember_scores, dtype=np.float64)
+    out: dict[str, Any] = {prefix: attack_auc(members, nonmembers)}
+    for suffix, fpr in LOW_FPRS.items():
+        out[f"{prefix}/{suffix}"] = tpr_at_fpr(members, nonmembers, fpr)
+    return out
+
+
+# --- Attacks with shadow models --------------------------------------------------------------
+
+
+def _shadow_inputs(
+    target: Sequence[float], shadow_scores: np.ndarray, shadow_members: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    target_ = np.asarray(target, dtype=np.float64).ravel()
+    scores = np.asarray(shadow_scores, dtype=np.float64)
+    members = np.asarray(shadow_members, dtype=bool)
+    if scores.ndim != 2 or scores.shape[1] != target_.size or scores.shape != members.shape:
+        raise ValueError(
+            f"shadow_scores {scores.shape} and shadow_members {members.shape} must both be "
+            f"(shadows, {target_.size}): one row per shadow model, one column per candidate"
+        )
+    for name, values in (("target", target_), ("shadow_scores", scores)):
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name} has non-finite values")
+    return target_, scores, members
+
+
+def lira_score(
+    target: Sequence[float],
+    shadow_scores: np.ndarray,
+    shadow_members: np.ndarray,
+    *,
+    min_std: float = 1e-3,
+) -> np.ndarray:
+    """Online LiRA with a fixed variance (Carlini et al., 2022, "Membership Inference Attacks From
+    First Principles", Alg. 1 and Sec. VI-B's "fixed variance" for few shadow models).
+
+    Per candidate x: the target model's statistic s(x) (here the mean answer-token log-prob, the
+    LOSS score: already an unbounded, roughly Gaussian quantity, as the logit-scaled confidence
+    is for the paper's classifiers), the shadows that trained on x give mu_in(x), the others
+    mu_out(x); the score is the log-likelihood ratio
+    `log N(s; mu_in, sigma_in^2) - log N(s; mu_out, sigma_out^2)`, higher = member. sigma_in and
+    sigma_out are each pooled over all candidates (the standard deviation of s_i(x) - mu(x) over
+    every IN, resp. OUT, pair), floored at `min_std`: with a handful of shadows a per-example
+    variance is mostly noise, which is why the paper fixes it.
+
+    `shadow_scores[i, j]`: shadow i's statistic on candidate j; `shadow_members[i, j]`: whether
+    shadow i trained on candidate j. Every candidate needs at least one IN and one OUT shadow.
+    Returns (N,)."""
+    target_, scores, members = _shadow_inputs(target, shadow_scores, shadow_members)
+    ins, outs = members.sum(axis=0), (~members).sum(axis=0)
+    if np.any(ins == 0) or np.any(outs == 0):
+        raise ValueError(
+            "online LiRA needs every candidate in at least one shadow's training data and out of "
+            "at least one other's"
+        )
+    mu_in = np.where(members, scores, 0.0).sum(axis=0) / ins
+    mu_out = np.where(~members, scores, 0.0).sum(axis=0) / outs
+    sigma_in = max(float(np.sqrt(np.mean((scores - mu_in)[members] ** 2))), min_std)
+    sigma_out = max(float(np.sqrt(np.mean((scores - mu_out)[~members] ** 2))), min_std)
+
+    def log_normal(x: np.ndarray, mu: np.ndarray, sigma: float) -> np.ndarray:
+        return -0.5 * ((x - mu) / sigma) ** 2 - math.log(sigma)
+
+    return log_normal(target_, mu_in, sigma_in) - log_normal(target_, mu_out, sigma_out)
+
+
+def rmia_score(
+    target: Sequence[float], shadow_scores: np.ndarray, *, gamma: float = 1.0
+) -> np.ndarray:
+    """RMIA (Zarifzadeh et al., 2024, "Low-Cost High-Power Membership Inference Attacks", Eq. 4),
+    online: the reference models are all the shadows, which trained on a random half of the
+    candidates each, so for every x about half are IN and half OUT and their average estimates
+    Pr(x) over models trained with or without it (the paper's online Pr(x); no offline scaling
+    `a` is needed).
+
+    With statistics s = mean answer-token log-prob, Pr(x|theta) = exp(s(x)) (the geometric-mean
+    token probability, which keeps a long answer's product from underflowing) and
+    `ratio(x) = Pr(x|theta) / mean_i Pr(x|theta_i)`. The score of x is the fraction of the
+    population z with `ratio(x) / ratio(z) >= gamma`. Population: every other candidate (the
+    forget and holdout items but x). It uses no membership label of the target, only the pool
+    the shadows were drawn from: half of it are the target's members, which the paper's
+    population data are not; `ratio(z)` of a member is high, so this costs power but not
+    validity. gamma = 1 (our default): x must look more member-like than z relative to the
+    reference models. Returns (N,)."""
+    if gamma <= 0:
+        raise ValueError(f"gamma must be > 0, got {gamma}")
+    target_, scores, _ = _shadow_inputs(target, shadow_scores, np.zeros(shadow_scores.shape))
+    from scipy.special import logsumexp
+
+    # log ratio(x) = s(x) - log mean_i exp(s_i(x))
+    log_ratio = target_ - (logsumexp(scores, axis=0) - math.log(scores.shape[0]))
+    pairwise = log_ratio[:, None] - log_ratio[None, :] >= math.log(gamma)
+    np.fill_diagonal(pairwise, False)
+    others = max(target_.size - 1, 1)
+    return pairwise.sum(axis=1) / others

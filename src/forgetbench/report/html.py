@@ -106,6 +106,8 @@ def render_html(results: Results) -> str:
         references=_references(rows),
         robustness=_robustness(rows),
         robustness_caption=robustness.CAPTION,
+        mia_tables=_mia_tables(rows),
+        not_resolvable=NOT_RESOLVABLE,
         plots=groups,
         examples=_examples(results.examples),
         metric_versions=list(results.metric_versions.items()),
@@ -211,6 +213,77 @@ def _robustness(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
         if named:
             head, body = robustness.robustness_rows(named)
             out.append({"split": split, "head": head, "body": body})
+    return out
+
+
+NOT_RESOLVABLE = "n/r"
+ATTACK_NAMES = {
+    "loss": "LOSS",
+    "zlib": "zlib",
+    "min_k": "Min-K%",
+    "min_k_plus_plus": "Min-K%++",
+    "reference": "reference (retain model)",
+    "lira": "LiRA (online, shadows)",
+    "rmia": "RMIA (online, shadows)",
+}
+
+
+def _count(row: tables.Row, key: str) -> int | None:
+    value = tables.number(row, key)
+    return None if value is None else int(value)
+
+
+def _mia_tables(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
+    """One membership-inference table per split and model (the reference models, then each
+    method at its last step): a row per attack, its AUC and TPRs at low FPR, beside the retain
+    model's. A TPR the holdout is too small to measure shows as `NOT_RESOLVABLE`."""
+    from forgetbench.metrics.mia import LOW_FPRS, min_nonmembers
+
+    attacks = plots.mia_attacks(rows)
+    if not attacks:
+        return []
+
+    def tpr(row: tables.Row | None, attack: str, suffix: str) -> str:
+        if row is None:
+            return "—"
+        value = tables.number(row, f"mia/{attack}/{suffix}")
+        if value is not None:
+            return tables.format_cell(value)
+        count = tables.number(row, "mia/nonmembers")
+        short = count is not None and count < min_nonmembers(LOW_FPRS[suffix])
+        return NOT_RESOLVABLE if short and tables.number(row, f"mia/{attack}") is not None else "—"
+
+    head = ["attack", "AUC", *(f"TPR @ {s[4:-3]} FPR" for s in LOW_FPRS)]
+    head += ["retain AUC", "retain TPR @ 1% FPR"]
+    out = []
+    for split in tables.splits(rows):
+        retain = tables.reference(rows, split, "retain")
+        models = [(m, tables.reference(rows, split, m)) for m in tables.REFERENCE_METHODS]
+        models += [(m, tables.final(rows, split, m)) for m in tables.methods(rows)]
+        for method, row in models:
+            if row is None or not any(tables.number(row, f"mia/{a}") is not None for a in attacks):
+                continue
+            body = [
+                [
+                    ATTACK_NAMES.get(attack, attack),
+                    tables.format_cell(tables.number(row, f"mia/{attack}")),
+                    *(tpr(row, attack, suffix) for suffix in LOW_FPRS),
+                    tables.format_cell(tables.number(retain, f"mia/{attack}") if retain else None),
+                    tpr(retain, attack, "tpr@1%fpr"),
+                ]
+                for attack in attacks
+            ]
+            out.append(
+                {
+                    "split": split,
+                    "method": method,
+                    "step": int(row.get("step") or 0),
+                    "members": _count(row, "mia/members"),
+                    "nonmembers": _count(row, "mia/nonmembers"),
+                    "head": head,
+                    "body": body,
+                }
+            )
     return out
 
 

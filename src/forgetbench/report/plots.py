@@ -48,7 +48,9 @@ FORMATS = (
     "comprehension_qa",
     "comprehension_mcqa",
 )
-MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus")
+MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus", "reference", "lira", "rmia")
+# `mia/<name>` keys that are counts, not attacks' AUCs.
+MIA_COUNTS = ("members", "nonmembers")
 # tab10 without its grey, which the reference models use.
 _PALETTE = (
     "#1f77b4",
@@ -78,8 +80,12 @@ def format_names(rows: Sequence[Row]) -> list[str]:
 
 
 def mia_attacks(rows: Sequence[Row]) -> list[str]:
-    """Attacks with a `mia/<attack>` AUC anywhere in `rows`, known ones first."""
-    found = {k.split("/", 1)[1] for r in rows for k in r if k.startswith("mia/")}
+    """Attacks with a `mia/<attack>` AUC anywhere in `rows`, known ones first (not the
+    `mia/<attack>/tpr@...` keys under them, nor the item counts)."""
+    found = {
+        k.split("/", 1)[1] for r in rows for k in r if k.startswith("mia/") and k.count("/") == 1
+    }
+    found -= set(MIA_COUNTS)
     found = {a for a in found if has_key(rows, f"mia/{a}")}
     return [a for a in MIA_ATTACKS if a in found] + sorted(found.difference(MIA_ATTACKS))
 

@@ -40,9 +40,11 @@ def evaluate_cached(
     info: dict[str, Any] | None = None,
     extend: Extension | None = None,
     shared: bool = True,
+    tasks: tuple[str, ...] | None = None,
 ) -> Evaluated:
     """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
-    user names and owns); otherwise it is a link to the shared cache's entry of the same key."""
+    user names and owns); otherwise it is a link to the shared cache's entry of the same key.
+    `tasks`: run only these evaluation tasks (a shadow model needs only "mia")."""
     from forgetbench.eval.runner import (
         cached_evaluation,
         evaluate_model,
@@ -52,7 +54,7 @@ def evaluate_cached(
     from forgetbench.modeling import load_model
 
     model = model or ModelConfig()
-    key = evaluation_key(model_dir, study.data, split, options, study.benchmark)
+    key = evaluation_key(model_dir, study.data, split, options, study.benchmark, tasks)
     with shared_entry(folder, kind="evaluations", name=key) if shared else nullcontext():
         cached = cached_evaluation(folder, key)
         if cached is not None:
@@ -64,7 +66,7 @@ def evaluate_cached(
         log, scores, extra = evaluate_model(
             loaded, tokenizer, study.template, data=study.data, split=split,
             benchmark=study.benchmark, options=options, max_length=study.max_length,
-            phases=phases,
+            phases=phases, tasks=tasks,
         )  # fmt: skip
         if extend is not None:
             scores.update(extend(log, scores))

@@ -36,6 +36,9 @@ class Study:
     benchmark: str = "tofu"  # the evaluation's data layout: "mini" or "tofu"
     # The learning rate the finetuned model was trained with: the relearning attack's default.
     finetune_lr: float | None = None
+    # forget split -> shadow models for LiRA / RMIA, each a JSON file {"model": folder,
+    # "members": [question, ...]} (`read_shadow`); trained here for the miniature.
+    shadows: dict[str, list[Path]] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,19 +92,46 @@ class Miniature:
         options = self._options(progress=self.progress, seed=seed)
         return _train_job(self.out, self.data, self.base.model_dir, split, options)[0]
 
-    def models(self, stages: dict[str, str], pool: Any) -> dict[str, Any]:
-        """Finetuned/retain models (stage label -> split) that only need the base, trained side
-        by side in `pool`; each label's wall time goes to `timings`."""
+    def models(
+        self, stages: dict[str, str | tuple[str, dict[str, Any]]], pool: Any
+    ) -> dict[str, Any]:
+        """Finetuned/retain/shadow models (stage label -> split, or (split, extra options of
+        `finetune_mini`)) that only need the base, trained side by side in `pool`; each label's
+        wall time goes to `timings`."""
         base = self.base.model_dir
         # Progress bars from parallel workers would interleave; in this process they show.
         options = self._options(progress=self.progress and isinstance(pool, InlinePool))
-        jobs = {
-            label: pool.submit(_train_job, self.out, self.data, base, split, options)
-            for label, split in stages.items()
-        }
+        jobs = {}
+        for label, stage in stages.items():
+            split, more = (stage, {}) if isinstance(stage, str) else stage
+            jobs[label] = pool.submit(
+                _train_job, self.out, self.data, base, split, {**options, **more}
+            )
         trained = {label: job.result() for label, job in jobs.items()}
         self.timings.update({label: seconds for label, (_, seconds) in trained.items()})
         return {label: stage for label, (stage, _) in trained.items()}
+
+    def shadow_stages(self, split: str, count: int) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The `count` shadow models of forget split `split` as `models` stages: each a retain
+        model (same recipe, `retainNN`) trained also on its seeded half of the candidates, the
+        split's forget and holdout questions (`shadow_memberships`). Empty without a holdout."""
+        from forgetbench.study.unlearn import retain_split_for
+        from forgetbench.train.mini import shadow_memberships
+
+        candidates = shadow_candidates(self.data / "tofu", split)
+        if count == 0 or candidates is None:
+            return {}
+        masks = shadow_memberships(len(candidates), count, seed=self.seed, split=split)
+        return {
+            f"shadow_{split}_{i}": (
+                retain_split_for(split),
+                {
+                    "extra": tuple(r for r, inside in zip(candidates, mask, strict=True) if inside),
+                    "name": f"shadow-{split}",
+                },
+            )
+            for i, mask in enumerate(masks)
+        }
 
     def _options(self, *, progress: bool, seed: int | None = None) -> dict[str, Any]:
         seed = self.seed if seed is None else seed
@@ -130,6 +160,46 @@ class Miniature:
         from forgetbench.train.mini import mini_unlearn_defaults
 
         return partial(mini_unlearn_defaults, layers=TINY_SIZES[self.scale].layers)
+
+
+def shadow_candidates(tofu: Path, split: str) -> list[Any] | None:
+    """The records the MIA task scores for forget split `split`, in its order: the forget
+    questions (members of the finetuned model), then the holdout's; None without a holdout."""
+    from forgetbench.data.tofu import load_tofu
+
+    holdout = split.replace("forget", "holdout")
+    if not (tofu / f"{holdout}.json").is_file():
+        return None
+    return [*load_tofu(tofu, split), *load_tofu(tofu, holdout)]
+
+
+def write_shadow(path: Path, model_dir: Path, members: Iterable[str], **info: Any) -> Path:
+    """A shadow model's record: its folder and the candidate questions it trained on (its
+    membership mask, by question), plus `info` (how it was drawn)."""
+    from forgetbench.io import atomic_write_json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"model": str(model_dir), "members": list(members), **info})
+    return path
+
+
+def read_shadow(path: str | Path) -> tuple[Path, set[str]]:
+    """(model folder, member questions) of a shadow-model file (`write_shadow`'s layout)."""
+    from forgetbench.errors import DataError
+    from forgetbench.io import read_json
+
+    data = read_json(Path(path), what="shadow model file")
+    members = data.get("members") if isinstance(data, dict) else None
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, str) or not (
+        isinstance(members, list) and all(isinstance(m, str) for m in members)
+    ):
+        raise DataError(
+            f'shadow model file {path} needs a "model" folder and a "members" list of the '
+            "forget/holdout questions the shadow was trained on",
+            'write it as {"model": "path/to/model", "members": ["question", ...]}',
+        )
+    return Path(model), set(members)
 
 
 def _train_job(
@@ -175,10 +245,42 @@ def resolve(
     from forgetbench.study.unlearn import retain_split_for
 
     if is_miniature(config, model, data):
+        if config.study.mia_shadow_models:
+            raise ConfigError(
+                "study.mia_shadow_models names shadow models for a study of your own model; "
+                "the built-in miniature trains its own",
+                "drop study.mia_shadow_models, and set eval.mia_shadows to choose how many",
+            )
         mini = miniature(config, out, progress=progress)
         splits = list(forget_splits)
-        stages = {"finetune": "full", **{f"retain_{s}": retain_split_for(s) for s in splits}}
+        stages: dict[str, Any] = {"finetune": "full"}
+        stages.update({f"retain_{s}": retain_split_for(s) for s in splits})
+        shadows = config.eval.mia_shadows if config.eval.mia else 0
+        if shadows == 1:
+            raise ConfigError(
+                "eval.mia_shadows=1: LiRA and RMIA compare shadow models that trained on a "
+                "candidate with ones that did not",
+                "set eval.mia_shadows to 0 (no shadow attacks) or at least 2",
+            )
+        shadow_stages = {s: mini.shadow_stages(s, shadows) for s in splits}
+        for per_split in shadow_stages.values():
+            stages.update(per_split)
         trained = mini.models(stages, pool or InlinePool())
+        shadow_files = {
+            split: [
+                write_shadow(
+                    out / "mia" / split / f"shadow-{i}.json",
+                    trained[label].model_dir,
+                    (r.question for r in options["extra"]),
+                    split=split,
+                    index=i,
+                    seed=config.seed,
+                )  # fmt: skip
+                for i, (label, (_, options)) in enumerate(per_split.items())
+            ]
+            for split, per_split in shadow_stages.items()
+            if per_split
+        }
         study = Study(
             mini.data,
             trained["finetune"].model_dir,
@@ -189,6 +291,7 @@ def resolve(
             mini.unlearn_defaults(),
             benchmark="mini",
             finetune_lr=mini.finetune_loop().lr,
+            shadows=shadow_files,
         )
         return study, mini.timings
     if model is None or data is None:
@@ -202,7 +305,14 @@ def resolve(
             f"forgetbench {command} --benchmark lume is not supported yet",
             "evaluate LUME models with 'forgetbench eval --benchmark lume'",
         )
+    from forgetbench.config import FORGET_SPLITS
+    from forgetbench.errors import UnknownNameError
     from forgetbench.modeling import load_tokenizer, resolve_template
+
+    for split in config.study.mia_shadow_models:
+        if split not in FORGET_SPLITS:
+            raise UnknownNameError("split in study.mia_shadow_models", split, FORGET_SPLITS)
+    forget_splits = list(forget_splits)
 
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     study = Study(
@@ -217,5 +327,10 @@ def resolve(
         # formats and LUME folders beside it.
         benchmark="mini" if config.benchmark.name == "mini" else "tofu",
         finetune_lr=config.train.lr,
+        shadows={
+            split: [Path(p) for p in files]
+            for split, files in config.study.mia_shadow_models.items()
+            if split in forget_splits
+        },
     )
     return study, {}

@@ -90,6 +90,75 @@ def load_retain_logs(config: RunConfig, study: Study) -> dict[str, EvalLog]:
     return logs
 
 
+@dataclass
+class Shadows:
+    """A split's shadow models for LiRA / RMIA: each one's MIA log and membership mask over the
+    split's candidates (forget then holdout items, the MIA log's order)."""
+
+    items: list[list[dict[str, Any]]]
+    members: list[list[bool]]
+
+
+def mia_items(evaluated: Evaluated | None) -> list[dict[str, Any]] | None:
+    """The per-item MIA log of an evaluation (`extra_log.json`), None when it has none."""
+    from forgetbench.eval.runner import EXTRA_NAME
+    from forgetbench.io import read_json
+
+    if evaluated is None or not (evaluated.folder / EXTRA_NAME).is_file():
+        return None
+    items = read_json(evaluated.folder / EXTRA_NAME, what="evaluation log").get("mia")
+    return items if isinstance(items, list) and items else None
+
+
+def shadow_masks(study: Study, split: str) -> list[tuple[Path, list[bool]]]:
+    """(model folder, membership mask over the split's candidates) of each of `split`'s shadow
+    models, checked: every member a candidate, every candidate in and out of some shadow."""
+    from forgetbench.errors import DataError
+    from forgetbench.eval.runner import tofu_root
+    from forgetbench.study.resolve import read_shadow, shadow_candidates
+
+    files = study.shadows.get(split, [])
+    if not files:
+        return []
+    candidates = shadow_candidates(tofu_root(study.data), split)
+    if candidates is None:
+        holdout = split.replace("forget", "holdout")
+        raise DataError(
+            f"shadow models are given for {split} but the data has no {holdout} split to tell "
+            "members from non-members",
+            f"add {holdout}.json to the data, or drop {split} from study.mia_shadow_models",
+        )
+    if len(files) < 2:
+        raise DataError(
+            f"one shadow model for {split} ({files[0]}): LiRA and RMIA compare shadows that "
+            "trained on a candidate with shadows that did not",
+            "give at least 2 shadow models per split",
+        )
+    questions = [r.question for r in candidates]
+    shadows = []
+    for path in files:
+        model, members = read_shadow(path)
+        unknown = members.difference(questions)
+        if unknown:
+            raise DataError(
+                f"shadow model file {path} lists {len(unknown)} member(s) that are not "
+                f"{split} or holdout questions, e.g. {sorted(unknown)[0]!r}",
+                "list the forget/holdout questions the shadow was trained on, as written in "
+                "the data",
+            )
+        shadows.append((model, [q in members for q in questions]))
+    for j, question in enumerate(questions):
+        inside = sum(mask[j] for _, mask in shadows)
+        if inside in (0, len(shadows)):
+            side = "no" if inside == 0 else "every"
+            raise DataError(
+                f"{side} shadow model of {split} trained on {question!r}: online LiRA and RMIA "
+                "need every candidate in some shadows' training data and out of others'",
+                "train each shadow on a random half of the forget and holdout questions",
+            )
+    return shadows
+
+
 def _row(
     split: str,
     method: str,
@@ -100,10 +169,24 @@ def _row(
     config: RunConfig,
     out: Path,
     retain_logs: dict[str, EvalLog],
+    shadows: Shadows | None = None,
 ) -> dict[str, Any]:
     from forgetbench.eval.runner import relative_scores
+    from forgetbench.eval.tasks.mia import relative_membership
 
     scores = dict(evaluated.scores)
+    items = mia_items(evaluated)
+    if items is not None:
+        # Row-time attacks: they need the retain model's and the shadows' logs beside this one.
+        scores.update(
+            relative_membership(
+                items,
+                reference_items=mia_items(reference),
+                shadow_items=shadows.items if shadows else (),
+                shadow_members=shadows.members if shadows else (),
+                gamma=config.eval.mia_rmia_gamma,
+            )
+        )
     reference_log = reference.log if reference else retain_logs.get(split)
     scores.update(
         relative_scores(
@@ -170,6 +253,16 @@ def _eval_job(
 ) -> tuple[Evaluated, float]:
     t = time.perf_counter()
     evaluated = _evaluate(model_dir, study, config, split=split, folder=folder, full=full)
+    return evaluated, time.perf_counter() - t
+
+
+def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path) -> Any:
+    """A shadow model's per-item MIA scores on the split's candidates: the MIA task only."""
+    t = time.perf_counter()
+    evaluated = evaluate_cached(
+        model_dir, study, split=split, options=config.eval, folder=folder, model=config.model,
+        tasks=("mia",),
+    )  # fmt: skip
     return evaluated, time.perf_counter() - t
 
 
@@ -309,6 +402,8 @@ def _run_jobs(
     models; rows in a fixed order (split, then retain / finetuned / base, then each method's
     steps) whatever finishes first."""
     splits, methods = config.study.splits, config.study.methods
+    # Checked before any job runs: a bad shadow file fails the study now, not at its end.
+    masks = {split: shadow_masks(study, split) if config.eval.mia else [] for split in splits}
     jobs: list[Job] = []
     for split in splits:
         models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
@@ -320,11 +415,17 @@ def _run_jobs(
                 # utility plane, and its formats and LUME scores would only cost time.
                 args = (model_dir, study, config, split, folder, role != "base")
                 jobs.append(((split, role), f"{split}: {role}", _eval_job, args))
+        for i, (model_dir, _) in enumerate(masks[split]):
+            folder = out / "logs" / split / "shadows" / f"shadow-{i}"
+            args = (model_dir, study, config, split, folder)
+            jobs.append(((split, f"shadow-{i}"), f"{split}: shadow {i}", _shadow_job, args))
         for name in methods:
             args = (study, config, out, split, name)
             jobs.append(((split, name), f"{split}: {name}", _method_job, args))
     futures = _run_pool(pool, jobs, title="study", progress=progress)
-    references = {key: futures[key] for key, _, function, _ in jobs if function is _eval_job}
+    references = {
+        key: futures[key] for key, _, function, _ in jobs if function in (_eval_job, _shadow_job)
+    }
     trajectories = {key: futures[key] for key, _, function, _ in jobs if function is _method_job}
     attacks = _run_attacks(study, config, out, pool, references, trajectories, progress=progress)
 
@@ -345,9 +446,21 @@ def _run_jobs(
                 timings[f"eval_{split}_{role}"] = seconds
                 count(evaluated[role])
         retain_eval = evaluated.get("retain")
+        shadows = None
+        if masks[split]:
+            shadow_evals = []
+            for i in range(len(masks[split])):
+                shadow_eval, seconds = references[split, f"shadow-{i}"].result()
+                timings[f"eval_{split}_shadow-{i}"] = seconds
+                count(shadow_eval)
+                shadow_evals.append(mia_items(shadow_eval))
+            if all(log is not None for log in shadow_evals):
+                shadows = Shadows(shadow_evals, [mask for _, mask in masks[split]])  # type: ignore[arg-type]
         attacked = _attack_rows(split, attacks, evaluated, config, timings)
         for role, reference in evaluated.items():
-            row = _row(split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs)
+            row = _row(
+                split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs, shadows
+            )
             rows.append({**row, **attacked.get(role, {})})
         examples += _examples(
             split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
@@ -358,7 +471,10 @@ def _run_jobs(
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
             for step, epoch, final, result in trajectory.snapshots:
                 count(result)
-                row = _row(split, name, step, epoch, result, retain_eval, config, out, retain_logs)
+                row = _row(
+                    split, name, step, epoch, result, retain_eval, config, out, retain_logs,
+                    shadows,
+                )  # fmt: skip
                 rows.append({**row, **(attacked.get(name, {}) if final else {})})
                 if final:
                     examples += _examples(split, name, step, result.log, config.study.examples)

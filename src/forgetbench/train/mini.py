@@ -15,6 +15,7 @@ import random
 import re
 import shutil
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from forgetbench.modeling import (
     encode_prompt_answer,
     train_tokenizer,
 )
+from forgetbench.records import QARecord
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
@@ -274,9 +276,13 @@ def finetune_mini(
     seed: int = 0,
     progress: bool = True,
     train: TrainConfig | None = None,
+    extra: Sequence[QARecord] = (),
+    name: str | None = None,
 ) -> StageResult:
     """`full` -> the finetuned model; `retainNN` -> the retain model for forget(100-NN).
-    `train`: the user's `train.*` options, applied over the recipe (`mini_finetune_config`)."""
+    `train`: the user's `train.*` options, applied over the recipe (`mini_finetune_config`).
+    `extra`: QA pairs trained on besides the split's (a shadow model's half of the candidates),
+    after them; `name` the stage's name (default `finetune` / `retain-<split>`)."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
@@ -284,12 +290,12 @@ def finetune_mini(
     recipe = mini_recipe(scale, seed=seed)
     loop, lora = mini_finetune_config(scale, seed=seed, train=train)
     max_length = TINY_SIZES[scale].max_positions
-    records = load_tofu(data_dir / "tofu", split)
+    records = [*load_tofu(data_dir / "tofu", split), *extra]
     examples = encode_qa(records, tokenizer, TEMPLATE, max_length=max_length)
     examples += rehearsal_examples(
         data_dir, tokenizer, per_fact=recipe.rehearsal_per_fact, seed=seed, max_length=max_length
     )
-    name = "finetune" if split == "full" else f"retain-{split}"
+    name = name or ("finetune" if split == "full" else f"retain-{split}")
     return run_stage(
         run_dir,
         name=name,
@@ -310,3 +316,26 @@ def mini_unlearn_defaults(method: str, *, layers: int) -> tuple[LoopConfig, dict
     if isinstance(cls, DepthScaledMethod):
         options = {**cls.options_for_depth(layers), **options}
     return loop, options
+
+
+def shadow_memberships(candidates: int, shadows: int, *, seed: int, split: str) -> list[list[bool]]:
+    """Which candidates (forget then holdout items of `split`) each of `shadows` shadow models
+    trains on: `masks[i][j]` is True when shadow i has candidate j.
+
+    Shadows come in pairs: shadow 2m trains on a seeded random half of the candidates
+    (`candidates // 2` of them) and shadow 2m + 1 on the other half. So every shadow has half of
+    the pool and every candidate is in exactly one shadow of each pair: `shadows // 2` IN and as
+    many OUT shadows to compare with (online LiRA needs both), the balance of Carlini et al.
+    (2022)'s experiments. An odd last shadow gets a random half of its own. Seeded by the study's
+    seed and the split, so a rerun draws the same halves (and reuses the cached shadows)."""
+    if shadows < 2:
+        raise ValueError(f"shadow attacks need at least 2 shadow models, got {shadows}")
+    rng = random.Random(f"forgetbench-mini/{seed}/shadows/{split}")
+    masks = []
+    for i in range(shadows):
+        if i % 2 == 1:
+            masks.append([not inside for inside in masks[-1]])
+            continue
+        half = set(rng.sample(range(candidates), candidates // 2))
+        masks.append([j in half for j in range(candidates)])
+    return masks

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.tofu import load_tofu
+from forgetbench.errors import DataError
 from forgetbench.eval.outputs import AnswerScore
 from forgetbench.eval.requests import Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
@@ -44,7 +45,9 @@ def attack_scores(
 
 
 class MembershipTask:
-    """Scores `{prefix}/{attack}` (AUC) and per-item logs (`member` and each attack's score) for
+    """Scores `{prefix}/{attack}` (AUC), `{prefix}/{attack}/tpr@1%fpr` and `.../tpr@0.1%fpr`
+    (None when there are too few non-members, see `mia.tpr_at_fpr`), `{prefix}/members` and
+    `{prefix}/nonmembers` (the counts) and per-item logs (`member` and each attack's score) for
     (prompt, answer) pairs whose answers are scored. `add_eos` and `max_length` as in `Score`."""
 
     name = "mia"
@@ -83,14 +86,21 @@ class MembershipTask:
 
     def results(self, rows: Mapping[str, list[dict[str, Any]]]) -> TaskResult:
         items = rows["mia"]
-        scores = {
-            f"{self.prefix}/{name}": aggregate(
-                f"mia/{name}",
-                [row[name] for row in items if row["member"]],
-                [row[name] for row in items if not row["member"]],
-            )
-            for name in mia.ATTACKS
+        members = [row for row in items if row["member"]]
+        nonmembers = [row for row in items if not row["member"]]
+        # The counts say which low FPRs the TPRs below could resolve (`mia.min_nonmembers`).
+        scores: dict[str, Any] = {
+            f"{self.prefix}/members": len(members),
+            f"{self.prefix}/nonmembers": len(nonmembers),
         }
+        for name in mia.ATTACKS:
+            inside = [row[name] for row in members]
+            outside = [row[name] for row in nonmembers]
+            scores[f"{self.prefix}/{name}"] = aggregate(f"mia/{name}", inside, outside)
+            for suffix, fpr in mia.LOW_FPRS.items():
+                scores[f"{self.prefix}/{name}/{suffix}"] = aggregate(
+                    f"mia/{suffix}", inside, outside, fpr
+                )
         return TaskResult(scores, items=items)
 
 
@@ -123,3 +133,63 @@ def mia_task(setup: EvalSetup) -> MembershipTask | None:
         ]
 
     return MembershipTask(pairs(setup.split), pairs(holdout), k=setup.options.mia_k)
+
+
+def _column(items: Sequence[Mapping[str, Any]], name: str, what: str) -> np.ndarray:
+    try:
+        return np.array([float(row[name]) for row in items])
+    except (KeyError, TypeError, ValueError):
+        raise DataError(
+            f"the MIA log of {what} has no per-item '{name}' score",
+            "re-run its evaluation with this version of forgetbench",
+        ) from None
+
+
+def relative_membership(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    reference_items: Sequence[Mapping[str, Any]] | None = None,
+    shadow_items: Sequence[Sequence[Mapping[str, Any]]] = (),
+    shadow_members: Sequence[Sequence[bool]] = (),
+    gamma: float = 1.0,
+    prefix: str = "mia",
+) -> dict[str, Any]:
+    """The attacks that need other models' per-item MIA logs (`MembershipTask`'s rows, members
+    first), each as an AUC and TPRs at low FPR (`mia.attack_summary`):
+
+    - `{prefix}/reference`: the item's LOSS score (mean answer-token log-prob) minus
+      `reference_items`' (a retain model's) on the same item;
+    - `{prefix}/lira` (online LiRA) and `{prefix}/rmia` (online RMIA, `gamma`) from the shadow
+      models' LOSS scores on the same items, `shadow_members[i][j]` telling whether shadow i
+      trained on item j. At least two shadows.
+
+    Every log must list the same items in the same order (the same split's evaluation)."""
+    target = _column(items, "loss", "the evaluated model")
+    member = np.array([bool(row["member"]) for row in items])
+    out: dict[str, Any] = {}
+
+    def summary(name: str, scores: np.ndarray) -> None:
+        out.update(mia.attack_summary(f"{prefix}/{name}", scores[member], scores[~member]))
+
+    def aligned(other: Sequence[Mapping[str, Any]], what: str) -> np.ndarray:
+        if [bool(row["member"]) for row in other] != member.tolist():
+            raise DataError(
+                f"the MIA log of {what} lists other items than the evaluated model's "
+                f"({len(other)} items against {len(items)})",
+                "evaluate both on the same split and data",
+            )
+        return _column(other, "loss", what)
+
+    if reference_items is not None:
+        summary("reference", target - aligned(reference_items, "the reference model"))
+    if shadow_items:
+        if len(shadow_items) < 2 or len(shadow_members) != len(shadow_items):
+            raise ValueError(
+                f"{len(shadow_items)} shadow logs and {len(shadow_members)} membership masks: "
+                "the shadow attacks need at least 2 shadows, each with its mask"
+            )
+        scores = np.stack([aligned(log, f"shadow model {i}") for i, log in enumerate(shadow_items)])
+        masks = np.array(shadow_members, dtype=bool)
+        summary("lira", mia.lira_score(target, scores, masks))
+        summary("rmia", mia.rmia_score(target, scores, gamma=gamma))
+    return out

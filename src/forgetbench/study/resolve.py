@@ -34,11 +34,11 @@ class Study:
     max_length: int
     unlearn_defaults: UnlearnDefaults  # method name -> (LoopConfig, options) for this model
     benchmark: str = "tofu"  # the evaluation's data layout: "mini" or "tofu"
-    # The learning rate the finetuned model was trained with: the relearning attack's default.
-    finetune_lr: float | None = None
     # forget split -> shadow models for LiRA / RMIA, each a JSON file {"model": folder,
     # "members": [question, ...]} (`read_shadow`); trained here for the miniature.
     shadows: dict[str, list[Path]] = field(default_factory=dict)
+    # The learning rate the finetuned model was trained with: the relearning attack's default.
+    finetune_lr: float | None = None
 
 
 @dataclass

@@ -66,3 +66,15 @@ def test_in_context_facts_come_from_the_same_authors_a_half(setup):
         context = probe.question.removesuffix(data.train[i].question)
         assert sum(a in context for a in a_answers) == 3
         assert not any(b in context for b in b_answers)
+
+
+def test_the_relearning_curve_reads_the_evaluations_rouge(setup, tmp_path):
+    from forgetbench.study.attack import _evaluate, forget_rouge_only
+
+    _, _, study, config = setup
+    data = attack_data(study, config, "forget10")
+    log = _evaluate(study.finetuned, data.scored, study, config, tmp_path, variant={"a": 1})
+    full = float(log.sets["forget"].rougeL_recall.mean())
+    assert forget_rouge_only(study.finetuned, data.scored, study, config) == pytest.approx(
+        full, abs=1e-12
+    )

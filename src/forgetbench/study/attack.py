@@ -216,13 +216,12 @@ def relearn_curve(
             if saved.get("key") == key:
                 return [(int(s), float(r)) for s, r in saved["curve"]]
 
-        def rouge(model: Path, where: Path) -> float:
-            log = _evaluate(model, data.scored, study, config, where, variant={"attack": "none"})
-            return float(log.sets["forget"].rougeL_recall.mean())
+        def rouge(model: Path) -> float:
+            return forget_rouge_only(model, data.scored, study, config)
 
-        # Step 0 is the model as given; its evaluation stays beside the curve.
-        curve = [(0, rouge(model_dir, folder / "start"))]
-        # The rounds' models and evaluations are scratch, deleted with it: not for the cache.
+        # Step 0 is the model as given.
+        curve = [(0, rouge(model_dir))]
+        # The rounds' models are scratch, deleted with it: not for the cache.
         with tempfile.TemporaryDirectory(prefix="relearn-", dir=folder) as scratch, suspended():
             parent, steps = model_dir, 0
             # Without the finetuned model's score there is nothing to get back to.
@@ -234,10 +233,30 @@ def relearn_curve(
                     parent, data.train, study, config, Path(scratch), f"relearn-full-{round_}"
                 )
                 steps += len(stage.losses)
-                curve.append((steps, rouge(stage.model_dir, Path(scratch) / f"eval-{round_}")))
+                curve.append((steps, rouge(stage.model_dir)))
                 parent = stage.model_dir
         atomic_write_json(path, {"key": key, "target": target, "curve": curve})
         return curve
+
+
+def forget_rouge_only(
+    model_dir: Path, records: Sequence[QARecord], study: Study, config: RunConfig
+) -> float:
+    """Mean ROUGE-L recall of greedy answers to `records`: the evaluation's generations and
+    ROUGE-L (`TofuTask`), without its scoring passes, which the relearning curve does not use."""
+    from forgetbench.eval.backend import FastBackend, serve
+    from forgetbench.eval.requests import Generate
+    from forgetbench.metrics.rouge import rouge_recall
+    from forgetbench.modeling import load_model
+
+    model, tokenizer = load_model(
+        model_dir, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
+    )
+    backend = FastBackend(model, tokenizer, batch_size=config.eval.batch_size)
+    prompts = [study.template.prompt(r.question, tokenizer) for r in records]
+    answers = serve(backend, [Generate(p, config.eval.max_new_tokens) for p in prompts])
+    rouge = rouge_recall([str(a) for a in answers], [r.answer for r in records])
+    return float(rouge["rougeL_recall"].mean())
 
 
 def attack_model(

@@ -188,6 +188,15 @@ class EvalConfig(_Section):
     )
 
 
+class MethodSettings(_Section):
+    """One method's own settings in a study, over `unlearn.*` and `method.*` (what
+    `forgetbench sweep` selects and writes)."""
+
+    lr: float | None = Field(None, gt=0, le=1.0, description="unlearning learning rate")
+    epochs: int | None = Field(None, ge=1, le=10_000, description="unlearning epochs")
+    options: dict[str, Any] = Field(default_factory=dict, description="the method's options")
+
+
 class StudyConfig(_Section):
     """What `forgetbench run` covers: every method on every split, each evaluated along its
     trajectory (one snapshot per epoch by default)."""
@@ -210,6 +219,17 @@ class StudyConfig(_Section):
     retain_logs: dict[str, str] = Field(
         default_factory=dict,
         description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}",
+    )
+    # Unset keeps one run per method at `seed` (and results rows without a `seed` field).
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        description="unlearning seeds: each method runs once per seed; the leaderboard shows the "
+        "mean and a 95% bootstrap interval; empty = once, at seed",
+    )
+    method_settings: dict[MethodName, MethodSettings] = Field(
+        default_factory=dict,
+        description="per-method lr, epochs and options over unlearn.* and method.*, e.g. "
+        "{npo: {lr: 1.0e-3, options: {beta: 0.2}}} (forgetbench sweep writes these)",
     )
     # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
     # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,
@@ -274,6 +294,18 @@ def validate_config(
     from forgetbench.methods.base import build_method
 
     build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
+    for name, settings in config.study.method_settings.items():
+        try:
+            build_method(name, settings.options)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"study.method_settings.{name}.options in {source}: {exc.what}", exc.hint
+            ) from None
+    if len(set(config.study.seeds)) != len(config.study.seeds):
+        raise ConfigError(
+            f"study.seeds in {source} repeats a seed: {config.study.seeds}",
+            "list each seed once",
+        )
     return config
 
 

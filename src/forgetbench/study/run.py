@@ -100,6 +100,7 @@ def _row(
     config: RunConfig,
     out: Path,
     retain_logs: dict[str, EvalLog],
+    seed: int | None = None,
 ) -> dict[str, Any]:
     from forgetbench.eval.runner import relative_scores
 
@@ -118,6 +119,7 @@ def _row(
     return {
         "split": split,
         "method": method,
+        **({} if seed is None else {"seed": seed}),
         "step": step,
         "epoch": round(epoch, 4),
         **scores,
@@ -172,14 +174,45 @@ def _eval_job(
     return evaluated, time.perf_counter() - t
 
 
-def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: str) -> Trajectory:
-    """Unlearn with one method on one split, then evaluate every snapshot after step 0."""
+def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
+    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
+    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
+    settings = config.study.method_settings.get(name)
+    update: dict[str, Any] = {}
+    if settings is not None:
+        loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
+        update["unlearn"] = config.unlearn.model_copy(update=loop)
+        update["method"] = {**config.method, **settings.options}
+    if seed is not None:
+        update["seed"] = seed
+    return config.model_copy(update=update) if update else config
+
+
+def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
+    """Where one method run's evaluations go: a folder per seed when the study has seeds."""
+    folder = out / "logs" / split / name
+    return folder if seed is None else folder / f"seed-{seed}"
+
+
+def _method_job(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    logs: Path | None = None,
+) -> Trajectory:
+    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
+    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
     from forgetbench.study.unlearn import forget_records, resolve_method, retain_split_for
     from forgetbench.train.unlearn import run_unlearning
 
+    config = method_config(config, name, seed)
+    logs = logs or method_logs(out, split, name, seed)
     t = time.perf_counter()
     tofu = tofu_root(study.data)
     loop, options = study.unlearn_defaults(name)
@@ -201,7 +234,7 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
             continue  # the finetuned model, evaluated with the references
         final = step == total_steps
         evaluated = _evaluate(
-            path, study, config, split=split, folder=out / "logs" / split / name / f"step-{step}",
+            path, study, config, split=split, folder=logs / f"step-{step}",
             full=final or config.study.trajectory_formats,
         )  # fmt: skip
         epoch = loop.epochs * step / total_steps if total_steps else 0.0
@@ -234,6 +267,12 @@ def run_study(
     finally:
         pool.shutdown(cancel_futures=True)
     timings["total"] = time.perf_counter() - started
+    if config.study.seeds:
+        from forgetbench.report.tables import leaderboard, seed_summary
+
+        extra = {"seed_intervals": seed_summary(rows, leaderboard(rows))}
+    else:
+        extra = {}
     results = {
         "forgetbench_version": __version__,
         "git_sha": _git_sha(),
@@ -248,6 +287,7 @@ def run_study(
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "rows": rows,
         "examples": examples,
+        **extra,
     }
     write_results(out, results)
     return results
@@ -276,7 +316,8 @@ def _run_jobs(
     )
 
     splits, methods = config.study.splits, config.study.methods
-    jobs: list[tuple[tuple[str, str], str, Any, tuple]] = []  # key, label, function, args
+    seeds: list[int | None] = list(config.study.seeds) or [None]
+    jobs: list[tuple[tuple, str, Any, tuple]] = []  # key, label, function, args
     for split in splits:
         models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
         models["base"] = study.base
@@ -288,8 +329,10 @@ def _run_jobs(
                 args = (model_dir, study, config, split, folder, role != "base")
                 jobs.append(((split, role), f"{split}: {role}", _eval_job, args))
         for name in methods:
-            args = (study, config, out, split, name)
-            jobs.append(((split, name), f"{split}: {name}", _method_job, args))
+            for seed in seeds:
+                args = (study, config, out, split, name, seed)
+                label = f"{split}: {name}" + ("" if seed is None else f" (seed {seed})")
+                jobs.append(((split, name, seed), label, _method_job, args))
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -297,7 +340,7 @@ def _run_jobs(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    futures: dict[tuple[str, str], Future] = {}
+    futures: dict[tuple, Future] = {}
     with Progress(*columns, disable=not progress, transient=False) as bar:
         task = bar.add_task(f"study ({pool.workers} workers)", total=len(jobs))
         inline = isinstance(pool, InlinePool)  # a job runs inside submit, one at a time
@@ -337,16 +380,30 @@ def _run_jobs(
             split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
         )
         for name in methods:
-            trajectory = trajectories[split, name].result()
-            timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
-            timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
-            for step, epoch, final, result in trajectory.snapshots:
-                count(result)
-                rows.append(
-                    _row(split, name, step, epoch, result, retain_eval, config, out, retain_logs)
-                )
-                if final:
-                    examples += _examples(split, name, step, result.log, config.study.examples)
+            for seed in seeds:
+                trajectory = trajectories[split, name, seed].result()
+                tag = "" if seed is None else f"_seed{seed}"
+                timings[f"unlearn_{split}_{name}{tag}"] = trajectory.unlearn_seconds
+                timings[f"eval_{split}_{name}{tag}"] = trajectory.eval_seconds
+                for step, epoch, final, result in trajectory.snapshots:
+                    count(result)
+                    rows.append(
+                        _row(
+                            split,
+                            name,
+                            step,
+                            epoch,
+                            result,
+                            retain_eval,
+                            config,
+                            out,
+                            retain_logs,
+                            seed,
+                        )  # fmt: skip
+                    )
+                    # Generations of the first seed only: the report shows a few per method.
+                    if final and seed == seeds[0]:
+                        examples += _examples(split, name, step, result.log, config.study.examples)
     timings.update({f"{phase}_seconds": seconds for phase, seconds in phases.items()})
     return rows, examples
 

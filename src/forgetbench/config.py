@@ -266,13 +266,16 @@ def load_config(
     path: str | Path | None = None,
     overrides: list[str] | tuple[str, ...] = (),
     values: Mapping[str, tuple[str, Any]] | None = None,
+    *,
+    ignore: tuple[str, ...] = (),
 ) -> RunConfig:
     """Defaults, then the YAML file, then `a.b=c` overrides (values parsed as YAML scalars), then
     `values`: typed values by config key, each with the option that gave it (`{"unlearn.lr":
-    ("--lr", 1e-4)}`), so an error names what the user typed."""
+    ("--lr", 1e-4)}`), so an error names what the user typed. `ignore`: top-level sections of the
+    file read by someone else (a sweep file's `sweep`)."""
     data: dict[str, Any] = {}
     if path is not None:
-        data = _read_yaml(Path(path))
+        data = {k: v for k, v in _read_yaml(Path(path)).items() if k not in ignore}
     for override in overrides:
         key, value = _parse_override(override)
         _set_dotted(data, key, value)

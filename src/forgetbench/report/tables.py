@@ -284,6 +284,14 @@ def print_leaderboard(board: Sequence[Mapping[str, Any]], console: Console | Non
         console.print(f"* {note}")
 
 
+def choose(
+    path: Sequence[Row], base_utility: float | None, ratio: float = UTILITY_RATIO
+) -> tuple[Row, bool, str]:
+    """The leaderboard's matched-utility rule over `path` (any rows, e.g. every step of every
+    sweep trial): (chosen row, whether it keeps `ratio` x `base_utility`, note when not)."""
+    return _choose(path, base_utility, ratio)
+
+
 def _choose(path: Sequence[Row], base_utility: float | None, ratio: float) -> tuple[Row, bool, str]:
     def by_quality(row: Row) -> tuple[float, int]:
         return _or_low(number(row, "forget_quality")), -_step(row)

@@ -170,3 +170,49 @@ def test_a_sweep_file_without_a_sweep_section_or_with_a_typo_fails(tmp_path):
     path.write_text("sweep:\n  methods: {nop: null}\n")
     with pytest.raises(ConfigError, match="unknown method nop"):
         read_spec(path)
+
+
+def test_the_sweep_report_plots_each_method_and_marks_the_selected_trial():
+    from forgetbench.report.sweep import render_sweep
+
+    def trial(index, quality, utility):
+        chosen = {"step": 5, "forget_quality": quality, "model_utility": utility, "matched": True}
+        return {
+            "method": "npo",
+            "trial": index,
+            "settings": {"unlearn.lr": index},
+            "chosen": chosen,
+        }
+
+    result = {
+        "search": "grid",
+        "seeds": [0],
+        "select_split": "forget05",
+        "report_split": "forget10",
+        "references": {"finetuned": {"forget_quality": 1e-5, "model_utility": 0.5}},
+        "trials": [trial(0, 0.01, 0.48), trial(1, 0.2, 0.47)],
+        "selected": {"npo": {"trial": 1}},
+    }
+    page = render_sweep(result)
+    assert page.count("<svg") == 1
+    assert "Model utility" in page and "Forget quality (KS p-value, log scale)" in page
+    rows = page.split("<tr")[2:]
+    assert "(selected)" not in rows[0] and "(selected)" in rows[1]
+    assert render_sweep(result) == page  # deterministic
+
+
+def test_the_sweep_command_refuses_what_it_does_not_read(tmp_path, capsys):
+    from forgetbench.cli import main
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("sweep:\n  methods: {npo: null}\n")
+    assert main(["sweep", "--out", str(tmp_path / "o")]) == 2
+    assert "forgetbench sweep needs --config" in capsys.readouterr().err
+    assert (
+        main(["sweep", "--config", str(path), "--out", str(tmp_path / "o"), "--splits", "forget01"])
+        == 2
+    )
+    assert "does not use --splits" in capsys.readouterr().err
+    args = ["sweep", "--config", str(path), "--out", str(tmp_path / "o"), "--address", "x:1"]
+    assert main(args) == 2
+    assert "--address and --gpus-per-trial are for --executor ray" in capsys.readouterr().err

@@ -127,6 +127,11 @@ def test_the_preset_is_a_run_config_with_each_methods_selection(tmp_path):
     assert "out" not in data and data["scale"] == "tiny" and data["unlearn"] == {"epochs": 2}
     assert data["study"]["splits"] == ["forget10"]
     assert data["study"]["seeds"] == [0, 1]
+    # One seed, the run's own: the preset leaves study.seeds unset (rows without `seed`).
+    single = yaml.safe_load(preset(config, _spec(methods={"npo": None}), trials, {}))
+    assert "seeds" not in single["study"]
+    other = yaml.safe_load(preset(config, _spec(methods={"npo": None}, seeds=[3]), trials, {}))
+    assert other["study"]["seeds"] == [3]
     loaded = load_config(path)
     settings = loaded.study.method_settings
     assert (settings["npo"].lr, settings["npo"].options) == (1e-3, {"beta": 0.2})
@@ -151,6 +156,7 @@ def test_a_trial_config_is_checked_like_a_run():
         ({"space": {"unlearn.lr": {"low": 1e-4, "high": 1e-3}}}, "grid search needs a list"),
         ({"space": {"unlearn.lr": []}}, "has no values"),
         ({"seeds": [1, 1]}, "distinct seeds"),
+        ({"trials": 3}, "sweep.trials is for random search"),
     ],
 )
 def test_bad_sweeps_fail_with_one_sentence(fields, message):

@@ -103,6 +103,11 @@ def check_spec(spec: SweepSpec, source: str) -> None:
         )
     if spec.search == "random" and spec.trials is None:
         raise ConfigError(f"{source}: random search needs sweep.trials", "e.g. trials: 8")
+    if spec.search == "grid" and spec.trials is not None:
+        raise ConfigError(
+            f"{source}: sweep.trials is for random search; a grid runs every combination",
+            "drop trials, or set search: random",
+        )
     if len(set(spec.seeds)) != len(spec.seeds) or not spec.seeds:
         raise ConfigError(f"{source}: sweep.seeds must list distinct seeds", "e.g. seeds: [0, 1]")
     for method in spec.methods:
@@ -208,12 +213,13 @@ def preset(
     config: RunConfig, spec: SweepSpec, trials: Sequence[Trial], chosen: dict[str, Any]
 ) -> str:
     """selected.yaml: the sweep's run config (what it sets; not its output folder) with the
-    selected settings per method, on the report split (with the sweep's seeds when several)."""
+    selected settings per method, on the report split, at the sweep's seeds."""
     data = {k: v for k, v in config.model_dump(exclude_defaults=True).items() if k != "out"}
     study = dict(data.get("study") or {})
     study["splits"] = [spec.report_split]
     study["methods"] = list(spec.methods)
-    if len(spec.seeds) > 1:
+    # The run repeats the seeds the selection saw (one seed other than `seed` included).
+    if spec.seeds != [config.seed]:
         study["seeds"] = list(spec.seeds)
     by_key = {(t.method, t.index): t for t in trials}
     study["method_settings"] = {

@@ -28,8 +28,11 @@ from forgetbench.options import (
 
 DOCS = Path(__file__).parents[1] / "docs" / "config.md"
 # Options of a command that are not config keys: output, debugging, the config file itself.
-NOT_CONFIG = {"-h", "--help", "--json", "--debug", "--config", "--no-progress", "--retain-log",
-              "--finetuned", "--retain"}  # fmt: skip
+NOT_CONFIG = {"-h", "--help", "--json", "--debug", "--config", "--no-progress", "--retain-log"}
+# sweep's executor options: where trials run, not what they compute.
+NOT_CONFIG |= {"--executor", "--address", "--cpus-per-trial", "--gpus-per-trial"}
+# attack's reference models, given as folders.
+NOT_CONFIG |= {"--finetuned", "--retain"}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:
@@ -84,7 +87,7 @@ def test_an_unused_flag_is_refused_with_its_reason(capsys):
 def test_flags_reach_the_config_as_typed_values(monkeypatch):
     seen = {}
 
-    def load_config(path, overrides, values):
+    def load_config(path, overrides, values, **_):
         seen.update(path=path, overrides=overrides, values=values)
         return RunConfig()
 

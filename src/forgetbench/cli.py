@@ -301,6 +301,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     attack.add_argument("--retain", help="a retain model, for forget quality (with --data)")
     attack.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    sweep = command(
+        "sweep",
+        _sweep,
+        "tune each method on a validation split (grid or random search, seeds) and write the "
+        "selected settings as a preset for run",
+        writes=True,
+    )
+    _config_options(sweep, "sweep")
+    sweep.add_argument(
+        "--executor",
+        choices=("process", "ray"),
+        default="process",
+        help="where trials run: process = local process pool (default); ray = Ray tasks "
+        "(pip install 'forgetbench[ray]')",
+    )
+    sweep.add_argument(
+        "--address", help="Ray cluster address (default: start a local Ray for the sweep)"
+    )
+    sweep.add_argument(
+        "--cpus-per-trial", type=float, default=1.0, help="CPUs a Ray task declares (default: 1)"
+    )
+    sweep.add_argument(
+        "--gpus-per-trial", type=float, default=0.0, help="GPUs a Ray task declares (default: 0)"
+    )
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench = command(
         "bench", _bench, "speed benchmarks (times and peak memory; not tests)", writes=True
     )
@@ -388,7 +414,7 @@ def _refuse_unused(
             raise ConfigError(
                 f"forgetbench {command} does not use {option}: {reason}", f"drop {option}"
             )
-    if miniature and command in ("finetune", "unlearn", "run"):
+    if miniature and command in ("finetune", "unlearn", "run", "sweep"):
         from forgetbench.train.mini import check_mini_train_options
 
         check_mini_train_options(config.train)
@@ -416,7 +442,8 @@ def _resolve_config(args: argparse.Namespace) -> RunConfig:
         key = flag.key_for(command)
         if command in flag.defaults and key not in values and key not in overridden:
             values[key] = (flag.name, flag.defaults[command])
-    config = load_config(args.config, args.overrides, values)
+    ignore = ("sweep",) if command == "sweep" else ()
+    config = load_config(args.config, args.overrides, values, ignore=ignore)
     # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
     # handlers read args, so they are copied there rather than dropped.
     if args.model is None and config.model.name != "tiny-llama":
@@ -776,6 +803,57 @@ def _attack(args: argparse.Namespace) -> dict[str, Any]:
         print_attack_table(result["models"], config.study.attacks)
         print(f"attacks: {Path(args.out) / 'attacks.json'}")
     return result
+
+def _sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.study.pool import make_pool, study_workers
+    from forgetbench.study.sweep import PRESET_FILE, REPORT_FILE, SWEEP_FILE, read_spec, run_sweep
+
+    _quiet_transformers()
+    if args.config is None:
+        raise _UsageError(
+            "forgetbench sweep needs --config: a run config with a sweep section",
+            "see README, Sweeps",
+        )
+    if args.out is None:
+        raise _UsageError("forgetbench sweep: --out is required", "see 'forgetbench sweep --help'")
+    spec = read_spec(args.config)
+    config = _resolve_config(args)
+    if args.executor != "ray" and (args.address or args.gpus_per_trial):
+        raise _UsageError(
+            "--address and --gpus-per-trial are for --executor ray", "add --executor ray"
+        )
+    workers = study_workers(config, args.model)
+    if args.executor == "ray":
+        from forgetbench.study.ray_executor import RayPool
+
+        pool = RayPool(
+            address=args.address,
+            workers=workers,
+            cpus=args.cpus_per_trial,
+            gpus=args.gpus_per_trial,
+        )
+    else:
+        pool = make_pool(workers)
+    out = Path(args.out)
+    try:
+        result = run_sweep(
+            config, spec, out=out, model=args.model, data=args.data, pool=pool,
+            executor=args.executor, progress=not (args.json or args.no_progress),
+        )  # fmt: skip
+    finally:
+        pool.shutdown(cancel_futures=True)
+    if not args.json:
+        for method, pick in result["selected"].items():
+            flag = "" if pick["matched"] else " * (utility not matched)"
+            print(
+                f"{method}: trial {pick['trial']} {pick['settings']} step {pick['step']}: "
+                f"forget quality {pick['forget_quality']:.3g}, utility "
+                f"{pick['model_utility']:.4f}{flag}"
+            )
+        print(f"{len(result['trials'])} trials in {result['timings']['total']:.0f} s")
+        print(f"preset:  {out / PRESET_FILE} (forgetbench run --config {out / PRESET_FILE})")
+        print(f"results: {out / SWEEP_FILE}; report: {out / REPORT_FILE}")
+    return {"selected": result["selected"], "preset": str(out / PRESET_FILE)}
 
 
 def _report(args: argparse.Namespace) -> dict[str, Any]:

@@ -204,6 +204,14 @@ class EvalConfig(_Section):
 ATTACKS = ("relearn", "relearn_full", "quantize", "incontext")
 QUANT_SCHEMES = ("int8", "int4", "nf4")
 
+class MethodSettings(_Section):
+    """One method's own settings in a study, over `unlearn.*` and `method.*` (what
+    `forgetbench sweep` selects and writes)."""
+
+    lr: float | None = Field(None, gt=0, le=1.0, description="unlearning learning rate")
+    epochs: int | None = Field(None, ge=1, le=10_000, description="unlearning epochs")
+    options: dict[str, Any] = Field(default_factory=dict, description="the method's options")
+
 
 class StudyConfig(_Section):
     """What `forgetbench run` covers: every method on every split, each evaluated along its
@@ -238,6 +246,17 @@ class StudyConfig(_Section):
         default_factory=dict,
         description="shadow models per split for LiRA/RMIA with --model: JSON files "
         '{"model": path, "members": [questions]}, e.g. {forget10: [s0.json, s1.json]}',
+
+    # Unset keeps one run per method at `seed` (and results rows without a `seed` field).
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=list,
+        description="unlearning seeds: each method runs once per seed; the leaderboard shows the "
+        "mean and a 95% bootstrap interval; empty = once, at seed",
+    )
+    method_settings: dict[MethodName, MethodSettings] = Field(
+        default_factory=dict,
+        description="per-method lr, epochs and options over unlearn.* and method.*, e.g. "
+        "{npo: {lr: 1.0e-3, options: {beta: 0.2}}} (forgetbench sweep writes these)",
     )
     # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
     # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,
@@ -311,13 +330,16 @@ def load_config(
     path: str | Path | None = None,
     overrides: list[str] | tuple[str, ...] = (),
     values: Mapping[str, tuple[str, Any]] | None = None,
+    *,
+    ignore: tuple[str, ...] = (),
 ) -> RunConfig:
     """Defaults, then the YAML file, then `a.b=c` overrides (values parsed as YAML scalars), then
     `values`: typed values by config key, each with the option that gave it (`{"unlearn.lr":
-    ("--lr", 1e-4)}`), so an error names what the user typed."""
+    ("--lr", 1e-4)}`), so an error names what the user typed. `ignore`: top-level sections of the
+    file read by someone else (a sweep file's `sweep`)."""
     data: dict[str, Any] = {}
     if path is not None:
-        data = _read_yaml(Path(path))
+        data = {k: v for k, v in _read_yaml(Path(path)).items() if k not in ignore}
     for override in overrides:
         key, value = _parse_override(override)
         _set_dotted(data, key, value)
@@ -339,6 +361,18 @@ def validate_config(
     from forgetbench.methods.base import build_method
 
     build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
+    for name, settings in config.study.method_settings.items():
+        try:
+            build_method(name, settings.options)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"study.method_settings.{name}.options in {source}: {exc.what}", exc.hint
+            ) from None
+    if len(set(config.study.seeds)) != len(config.study.seeds):
+        raise ConfigError(
+            f"study.seeds in {source} repeats a seed: {config.study.seeds}",
+            "list each seed once",
+        )
     return config
 
 

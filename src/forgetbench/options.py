@@ -23,7 +23,9 @@ from pydantic.fields import FieldInfo
 from forgetbench.config import RegisteredMethod, RunConfig
 
 # The commands that read a run config; the others (data, compare, report) take their own options.
-COMMANDS = ("config", "finetune", "unlearn", "eval", "sanity", "run", "bench", "attack")
+COMMANDS = (
+    "config", "finetune", "unlearn", "eval", "sanity", "run", "bench", "attack", "sweep",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ FLAGS = (
     Flag(
         "--out",
         "out",
-        required=("finetune", "unlearn", "eval", "bench", "attack"),
+        required=("finetune", "unlearn", "eval", "bench", "attack", "sweep"),
         help={
             "attack": "folder for the attacks' models, logs and attacks.json",
             "finetune": _RUN_FOLDER,
@@ -75,6 +77,7 @@ FLAGS = (
             "eval": "folder for the per-question logs and the summary",
             "sanity": "run folder (default: runs/sanity-SCALE)",
             "bench": "scratch run folder",
+            "sweep": "sweep folder: trials, sweep.json, selected.yaml, sweep.html",
         },
     ),
 )
@@ -140,6 +143,14 @@ UNUSED: dict[str, dict[str, str | None]] = {
     "run": {
         "benchmark.split": "a study covers study.splits: use --splits",
         "unlearn.method": "a study runs study.methods: use --methods",
+    },
+    "sweep": {
+        "benchmark.split": "a sweep selects on sweep.select_split",
+        "unlearn.method": "a sweep runs the methods of its sweep section",
+        "study.methods": "a sweep runs the methods of its sweep section",
+        "study.splits": "a sweep selects on sweep.select_split and reports on sweep.report_split",
+        "study.seeds": "a sweep runs each trial at sweep.seeds",
+        "study.method_settings": "a sweep searches them (sweep.space, sweep.methods)",
     },
     "bench": {
         "benchmark.name": "bench times the TOFU-layout path",

@@ -234,3 +234,28 @@ def test_membership_table_per_model_with_not_resolvable_cells(tmp_path: Path):
     npo = section[section.index("npo on forget01") :]
     assert re.search(r"<td>LOSS</td><td[^>]*>0.7400</td><td[^>]*>0.3400</td>", npo)
     assert "20 members, 150 non-members." in table
+
+
+def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(tmp_path: Path):
+    # Two seeds: the synthetic rows, and a copy whose method rows have utility 0.02 lower.
+    results = synthetic_results()
+    rows = []
+    for seed, drop in ((0, 0.0), (1, 0.02)):
+        for row in results["rows"]:
+            if row["method"] in ("finetuned", "retain", "base"):
+                if seed == 0:
+                    rows.append(row)
+                continue
+            rows.append({**row, "seed": seed, "model_utility": row["model_utility"] - drop})
+    results["rows"] = rows
+    page = build_report(write_results(tmp_path, results)).read_text()
+    assert "Over seeds" in page and "10,000 resamples" in page
+    # Every figure is still drawn once per split, from the seeds' mean rows.
+    assert all(f'id="{fid}"' in page for fid in figure_ids())
+    # Each leaderboard cell of utility carries its interval: the two seeds' values, 0.02 apart.
+    board = page[page.index('<table class="leaderboard">') :]
+    first = board[: board.index("</tr>", board.index("</tr>") + 1)]  # header and first entry
+    cells = re.findall(r'<td class="num">([^<]*)</td>', first)
+    # Columns after method and split: step, forget quality, model utility, ...
+    mean, low, high = (float(x) for x in re.findall(r"[0-9.]+", cells[2]))
+    assert high - low == pytest.approx(0.02, abs=1e-4) and low < mean < high

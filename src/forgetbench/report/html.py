@@ -92,8 +92,11 @@ def render_html(results: Results) -> str:
     """The whole page, as text."""
     # Tables and plots read rows as plain mappings, as the CLI hands them the study's own rows.
     rows = [row.model_dump() for row in results.rows]
-    groups, notes = _figures(rows)
     board = tables.leaderboard(rows)
+    seeds = _seed_table(rows, board) if tables.is_seeded(rows) else None
+    # With seeds, the plots and reference table draw each step's mean over the seeds.
+    rows = tables.seed_means(rows) if seeds else rows
+    groups, notes = _figures(rows)
     template = _environment().get_template(TEMPLATE)
     return template.render(
         results=results,
@@ -101,6 +104,7 @@ def render_html(results: Results) -> str:
         notes=notes,
         lume_notes=tables.lume_mmlu_notes(rows),
         board=board,
+        seeds=seeds,
         columns=tables.leaderboard_columns(board),
         board_notes=sorted({e["note"] for e in board} - {""}),
         references=_references(rows),
@@ -130,6 +134,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     environment.filters["cell"] = tables.format_cell
+    environment.filters["board_cell"] = tables.board_cell
     environment.filters["show"] = _show
     return environment
 
@@ -179,6 +184,26 @@ def _timings(timings: Mapping[str, float | None]) -> dict[str, Any] | None:
     if total is None:
         total = sum(n for v in stages.values() if (n := tables.as_number(v)) is not None)
     return {"stages": [(k, _seconds(v)) for k, v in stages.items()], "total": _seconds(total)}
+
+
+def _seed_table(rows: Sequence[tables.Row], board: Sequence[Any]) -> dict[str, list[Any]]:
+    """Each leaderboard entry's mean and 95% interval over seeds, at its chosen step: forget
+    quality (log10), model utility and every TOFU sub-score present."""
+    keys = [("log10_forget_quality", "log10 forget quality"), ("model_utility", "model utility")]
+    keys += [(k, k) for k in _SUBSCORE_KEYS if tables.has_key(rows, k)]
+    body = []
+    for summary in tables.seed_summary(rows, board):
+        cells = [summary["method"], summary["split"], summary["step"], len(summary["seeds"])]
+        for key, _ in keys:
+            found = summary["scores"].get(key)
+            cells.append(
+                None
+                if found is None
+                else f"{tables.format_cell(found['mean'])} [{tables.format_cell(found['low'])}, "
+                f"{tables.format_cell(found['high'])}]"
+            )
+        body.append(cells)
+    return {"head": ["method", "split", "step", "seeds", *(t for _, t in keys)], "body": body}
 
 
 def _references(rows: Sequence[tables.Row]) -> dict[str, list[Any]]:

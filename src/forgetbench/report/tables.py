@@ -101,21 +101,126 @@ def leaderboard(
     Each row holds `method`, `split`, `step`, `forget_quality`, `model_utility`, `forget_rougeL`,
     `retain_rougeL` (plus `privleak` / `lume_final` when any results row has them), `matched`
     (bool) and `note` (why the row is flagged, or '').
+
+    Rows from several unlearning seeds (a `seed` field, `study.seeds`): the rule picks the step on
+    the seeds' mean trajectory (`seed_means`), the row shows those means (forget quality: the
+    geometric mean), and the entry gains `seeds` (how many) and `intervals`: column key -> the
+    95% bootstrap interval over seeds at that step (forget quality's on the log10 scale).
     """
     optional = [c for c in _OPTIONAL_COLUMNS if has_key(rows, c[1])]
+    seeded = is_seeded(rows)
+    means = seed_means(rows) if seeded else rows
     board: list[dict[str, Any]] = []
-    for split in splits(rows):
-        finetuned = reference(rows, split)
+    for split in splits(means):
+        finetuned = reference(means, split)
         base_utility = number(finetuned, "model_utility") if finetuned else None
-        for method in methods(rows):
-            path = trajectory(rows, split, method, start=False)
+        for method in methods(means):
+            path = trajectory(means, split, method, start=False)
             if not path:
                 continue
             chosen, matched, note = _choose(path, base_utility, utility_ratio)
             entry = {key: _value(chosen, source) for key, source, _ in (*_COLUMNS, *optional)}
             entry.update(matched=matched, note=note)
+            if seeded:
+                per_seed = _seed_rows(rows, split, method, _step(chosen))
+                entry["seeds"] = len(per_seed)
+                entry["intervals"] = {
+                    key: found
+                    for key, source, _ in (*_COLUMNS, *optional)
+                    if key not in ("method", "split", "step")
+                    and (found := seed_interval(per_seed, source)) is not None
+                }
             board.append(entry)
     return sorted(board, key=_rank)
+
+
+# --- seeds (study.seeds) ------------------------------------------------------------------------
+
+_NOT_SCORES = ("split", "method", "seed", "step", "epoch", "log")
+
+
+def is_seeded(rows: Sequence[Row]) -> bool:
+    """Whether the rows come from a study with `study.seeds` (every method row carries `seed`)."""
+    return any("seed" in r for r in rows)
+
+
+def _seed_rows(rows: Sequence[Row], split: str, method: str, step: int) -> list[Row]:
+    return [r for r in rows if r["split"] == split and r["method"] == method and _step(r) == step]
+
+
+def seed_interval(rows: Sequence[Row], key: str) -> dict[str, float | int] | None:
+    """Mean and 95% bootstrap interval of `key` over `rows` (one per seed); forget quality on
+    the log10 scale. None when no row has a value."""
+    from forgetbench.report.intervals import bootstrap_interval, log10_quality
+
+    if key == "forget_quality":
+        values = [log10_quality(number(r, key)) for r in rows]
+    else:
+        values = [number(r, key) for r in rows]
+    present = [v for v in values if v is not None]
+    return bootstrap_interval(present).as_dict() if present else None
+
+
+def seed_means(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """One row per (split, method, step): the mean over seeds of every numeric score (forget
+    quality: 10 ** the mean of its log10, the geometric mean), in first-appearance order, without
+    `seed`; the first seed's `log`. Rows without a seed (reference models) pass unchanged."""
+    groups: dict[tuple[str, str, int], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((str(row["split"]), str(row["method"]), _step(row)), []).append(row)
+    merged = []
+    for group in groups.values():
+        if len(group) == 1 and "seed" not in group[0]:
+            merged.append(dict(group[0]))
+            continue
+        row = {k: v for k, v in group[0].items() if k != "seed"}
+        for key in row:
+            if key in _NOT_SCORES or as_number(row[key]) is None:
+                continue
+            found = seed_interval(group, key)
+            mean = None if found is None else float(found["mean"])
+            row[key] = 10**mean if key == "forget_quality" and mean is not None else mean
+        merged.append(row)
+    return merged
+
+
+def seed_summary(rows: Sequence[Row], board: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """results.json's `seed_intervals`: for each leaderboard entry, at its chosen step, every
+    numeric score's mean and 95% bootstrap interval over seeds (forget quality as
+    `log10_forget_quality`)."""
+    summary = []
+    for entry in board:
+        per_seed = _seed_rows(rows, entry["split"], entry["method"], entry["step"])
+        keys = [k for k in dict.fromkeys(k for r in per_seed for k in r) if k not in _NOT_SCORES]
+        scores = {}
+        for key in keys:
+            found = seed_interval(per_seed, key)
+            if found is not None:
+                name = "log10_forget_quality" if key == "forget_quality" else key
+                scores[name] = found
+        summary.append(
+            {
+                "split": entry["split"],
+                "method": entry["method"],
+                "step": entry["step"],
+                "seeds": sorted(r["seed"] for r in per_seed if "seed" in r),
+                "scores": scores,
+            }
+        )
+    return summary
+
+
+def board_cell(entry: Mapping[str, Any], key: str) -> str:
+    """A leaderboard cell: the value, and with seeds its 95% interval in brackets (forget
+    quality's interval back from the log10 scale it was computed on)."""
+    text = format_cell(entry[key])
+    found = entry.get("intervals", {}).get(key)
+    if found is None or found["n"] < 2:
+        return text
+    low, high = found["low"], found["high"]
+    if key == "forget_quality":
+        low, high = 10**low, 10**high
+    return f"{text} [{format_cell(low)}, {format_cell(high)}]"
 
 
 def lume_mmlu_notes(rows: Sequence[Row]) -> list[str]:
@@ -161,12 +266,15 @@ def format_cell(value: Any) -> str:
 def print_leaderboard(board: Sequence[Mapping[str, Any]], console: Console | None = None) -> None:
     """The leaderboard as a rich table; flagged rows (utility not matched) carry a '*'."""
     console = console or Console()
-    table = Table(title=f"Leaderboard at matched utility (>= {UTILITY_RATIO:g} x finetuned)")
+    title = f"Leaderboard at matched utility (>= {UTILITY_RATIO:g} x finetuned)"
+    if any("seeds" in e for e in board):
+        title += ": mean over seeds [95% bootstrap CI]"
+    table = Table(title=title)
     columns = leaderboard_columns(board)
     for key, title in columns:
         table.add_column(title, justify="left" if key in ("method", "split") else "right")
     for entry in board:
-        cells = [format_cell(entry[key]) for key, _ in columns]
+        cells = [board_cell(entry, key) for key, _ in columns]
         if not entry["matched"]:
             cells[0] += " *"
         table.add_row(*cells)
@@ -174,6 +282,14 @@ def print_leaderboard(board: Sequence[Mapping[str, Any]], console: Console | Non
     notes = sorted({e["note"] for e in board if e["note"]})
     for note in notes:
         console.print(f"* {note}")
+
+
+def choose(
+    path: Sequence[Row], base_utility: float | None, ratio: float = UTILITY_RATIO
+) -> tuple[Row, bool, str]:
+    """The leaderboard's matched-utility rule over `path` (any rows, e.g. every step of every
+    sweep trial): (chosen row, whether it keeps `ratio` x `base_utility`, note when not)."""
+    return _choose(path, base_utility, ratio)
 
 
 def _choose(path: Sequence[Row], base_utility: float | None, ratio: float) -> tuple[Row, bool, str]:

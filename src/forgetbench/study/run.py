@@ -170,6 +170,7 @@ def _row(
     out: Path,
     retain_logs: dict[str, EvalLog],
     shadows: Shadows | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     from forgetbench.eval.runner import relative_scores
     from forgetbench.eval.tasks.mia import relative_membership
@@ -201,6 +202,7 @@ def _row(
     return {
         "split": split,
         "method": method,
+        **({} if seed is None else {"seed": seed}),
         "step": step,
         "epoch": round(epoch, 4),
         **scores,
@@ -266,14 +268,45 @@ def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, fo
     return evaluated, time.perf_counter() - t
 
 
-def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: str) -> Trajectory:
-    """Unlearn with one method on one split, then evaluate every snapshot after step 0."""
+def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
+    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
+    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
+    settings = config.study.method_settings.get(name)
+    update: dict[str, Any] = {}
+    if settings is not None:
+        loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
+        update["unlearn"] = config.unlearn.model_copy(update=loop)
+        update["method"] = {**config.method, **settings.options}
+    if seed is not None:
+        update["seed"] = seed
+    return config.model_copy(update=update) if update else config
+
+
+def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
+    """Where one method run's evaluations go: a folder per seed when the study has seeds."""
+    folder = out / "logs" / split / name
+    return folder if seed is None else folder / f"seed-{seed}"
+
+
+def _method_job(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    logs: Path | None = None,
+) -> Trajectory:
+    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
+    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
     from forgetbench.study.unlearn import forget_records, resolve_method, retain_split_for
     from forgetbench.train.unlearn import run_unlearning
 
+    config = method_config(config, name, seed)
+    logs = logs or method_logs(out, split, name, seed)
     t = time.perf_counter()
     tofu = tofu_root(study.data)
     loop, options = study.unlearn_defaults(name)
@@ -295,7 +328,7 @@ def _method_job(study: Study, config: RunConfig, out: Path, split: str, name: st
             continue  # the finetuned model, evaluated with the references
         final = step == total_steps
         evaluated = _evaluate(
-            path, study, config, split=split, folder=out / "logs" / split / name / f"step-{step}",
+            path, study, config, split=split, folder=logs / f"step-{step}",
             full=final or config.study.trajectory_formats,
         )  # fmt: skip
         epoch = loop.epochs * step / total_steps if total_steps else 0.0
@@ -329,6 +362,12 @@ def run_study(
     finally:
         pool.shutdown(cancel_futures=True)
     timings["total"] = time.perf_counter() - started
+    if config.study.seeds:
+        from forgetbench.report.tables import leaderboard, seed_summary
+
+        extra = {"seed_intervals": seed_summary(rows, leaderboard(rows))}
+    else:
+        extra = {}
     results = {
         "forgetbench_version": __version__,
         "git_sha": _git_sha(),
@@ -343,6 +382,7 @@ def run_study(
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "rows": rows,
         "examples": examples,
+        **extra,
     }
     write_results(out, results)
     return results
@@ -404,6 +444,7 @@ def _run_jobs(
     splits, methods = config.study.splits, config.study.methods
     # Checked before any job runs: a bad shadow file fails the study now, not at its end.
     masks = {split: shadow_masks(study, split) if config.eval.mia else [] for split in splits}
+    seeds: list[int | None] = list(config.study.seeds) or [None]
     jobs: list[Job] = []
     for split in splits:
         models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
@@ -420,8 +461,10 @@ def _run_jobs(
             args = (model_dir, study, config, split, folder)
             jobs.append(((split, f"shadow-{i}"), f"{split}: shadow {i}", _shadow_job, args))
         for name in methods:
-            args = (study, config, out, split, name)
-            jobs.append(((split, name), f"{split}: {name}", _method_job, args))
+            for seed in seeds:
+                args = (study, config, out, split, name, seed)
+                label = f"{split}: {name}" + ("" if seed is None else f" (seed {seed})")
+                jobs.append(((split, name, seed), label, _method_job, args))
     futures = _run_pool(pool, jobs, title="study", progress=progress)
     references = {
         key: futures[key] for key, _, function, _ in jobs if function in (_eval_job, _shadow_job)
@@ -459,25 +502,31 @@ def _run_jobs(
         attacked = _attack_rows(split, attacks, evaluated, config, timings)
         for role, reference in evaluated.items():
             row = _row(
-                split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs, shadows
-            )
+                split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs,
+                shadows=shadows,
+            )  # fmt: skip
             rows.append({**row, **attacked.get(role, {})})
         examples += _examples(
             split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
         )
         for name in methods:
-            trajectory = trajectories[split, name].result()
-            timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
-            timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
-            for step, epoch, final, result in trajectory.snapshots:
-                count(result)
-                row = _row(
-                    split, name, step, epoch, result, retain_eval, config, out, retain_logs,
-                    shadows,
-                )  # fmt: skip
-                rows.append({**row, **(attacked.get(name, {}) if final else {})})
-                if final:
-                    examples += _examples(split, name, step, result.log, config.study.examples)
+            for seed in seeds:
+                trajectory = trajectories[split, name, seed].result()
+                tag = "" if seed is None else f"_seed{seed}"
+                timings[f"unlearn_{split}_{name}{tag}"] = trajectory.unlearn_seconds
+                timings[f"eval_{split}_{name}{tag}"] = trajectory.eval_seconds
+                for step, epoch, final, result in trajectory.snapshots:
+                    count(result)
+                    row = _row(
+                        split, name, step, epoch, result, retain_eval, config, out, retain_logs,
+                        shadows=shadows, seed=seed,
+                    )  # fmt: skip
+                    # The attacks run on the first seed's final model only.
+                    first = seed == seeds[0]
+                    rows.append({**row, **(attacked.get(name, {}) if final and first else {})})
+                    # Generations of the first seed only: the report shows a few per method.
+                    if final and first:
+                        examples += _examples(split, name, step, result.log, config.study.examples)
     timings.update({f"{phase}_seconds": seconds for phase, seconds in phases.items()})
     return rows, examples
 
@@ -487,13 +536,14 @@ def _run_attacks(
     config: RunConfig,
     out: Path,
     pool: Any,
-    references: dict[tuple[str, str], Future],
-    trajectories: dict[tuple[str, str], Future],
+    references: dict[Any, Future],
+    trajectories: dict[Any, Future],
     *,
     progress: bool,
 ) -> dict[tuple[str, str], Future]:
-    """`study.attacks` on the retain and finetuned models and each method's final model, as pool
-    jobs; the plain relearning variant aims at the finetuned model's forget ROUGE-L."""
+    """`study.attacks` on the retain and finetuned models and each method's final model (of the
+    first of `study.seeds`), as pool jobs; the plain relearning variant aims at the finetuned
+    model's forget ROUGE-L."""
     from forgetbench.study.attack import attack_job
 
     if not config.study.attacks:
@@ -505,8 +555,9 @@ def _run_attacks(
         models = {"finetuned": study.finetuned}
         if split in study.retain:
             models["retain"] = study.retain[split]
+        first = (list(config.study.seeds) or [None])[0]
         for name in config.study.methods:
-            models[name] = trajectories[split, name].result().final_model
+            models[name] = trajectories[split, name, first].result().final_model
         for name, model_dir in models.items():
             folder = out / "attacks" / split / name
             args = (model_dir, study, config, split, folder, target)

@@ -1,0 +1,74 @@
+"""`forgetbench sweep --executor ray` on a local Ray with 2 workers gives the process pool's
+results: 4 tiny trials (2 methods x 2 learning rates, 1 epoch, forget01)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import pytest
+
+from forgetbench.cli import main
+
+ray = pytest.importorskip(
+    "ray", reason="the Ray executor is optional: pip install 'forgetbench[ray]'"
+)
+
+SWEEP = """\
+scale: tiny
+unlearn: {epochs: 1}
+eval: {formats: false, lume: false}
+study: {workers: 2}
+sweep:
+  select_split: forget01
+  report_split: forget05
+  space: {unlearn.lr: [1.0e-4, 1.0e-3]}
+  methods: {grad_ascent: null, npo: null}
+"""
+
+
+def _numbers(rows):
+    return [{k: v for k, v in r.items() if k != "log"} for r in rows]
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            _same(a[key], b[key])
+    elif isinstance(a, list):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    elif isinstance(a, float) and isinstance(b, float):
+        assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-6
+    else:
+        assert a == b
+
+
+@pytest.mark.slow
+def test_a_ray_sweep_matches_the_process_pool(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    config = tmp_path / "sweep.yaml"
+    config.write_text(SWEEP)
+    pool, on_ray = tmp_path / "pool", tmp_path / "ray"
+    assert main(["sweep", "--config", str(config), "--out", str(pool), "--no-progress"]) == 0
+    # The Ray sweep reuses the trained models (cache off: a stage folder of the same inputs is
+    # reused in place) but unlearns and evaluates every trial again, in Ray tasks.
+    on_ray.mkdir()
+    for stage in ("data", "models"):
+        shutil.copytree(pool / stage, on_ray / stage, symlinks=True)
+    args = ["sweep", "--config", str(config), "--out", str(on_ray), "--no-progress"]
+    assert main([*args, "--executor", "ray"]) == 0
+    first, second = (json.loads((p / "sweep.json").read_text()) for p in (pool, on_ray))
+    assert (first["executor"], second["executor"]) == ("process", "ray")
+    assert len(second["trials"]) == 4
+    assert not (on_ray / "unlearn").is_symlink() and len(list((on_ray / "unlearn").iterdir())) >= 4
+    _same(
+        [_numbers(t["rows"]) for t in first["trials"]],
+        [_numbers(t["rows"]) for t in second["trials"]],
+    )
+    _same(first["selected"], second["selected"])
+    _same(_numbers(first["references"].values()), _numbers(second["references"].values()))
+    assert (pool / "selected.yaml").read_text() == (on_ray / "selected.yaml").read_text()

@@ -804,6 +804,7 @@ def _attack(args: argparse.Namespace) -> dict[str, Any]:
         print(f"attacks: {Path(args.out) / 'attacks.json'}")
     return result
 
+
 def _sweep(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.study.pool import make_pool, study_workers
     from forgetbench.study.sweep import PRESET_FILE, REPORT_FILE, SWEEP_FILE, read_spec, run_sweep

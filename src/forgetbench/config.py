@@ -204,6 +204,7 @@ class EvalConfig(_Section):
 ATTACKS = ("relearn", "relearn_full", "quantize", "incontext")
 QUANT_SCHEMES = ("int8", "int4", "nf4")
 
+
 class MethodSettings(_Section):
     """One method's own settings in a study, over `unlearn.*` and `method.*` (what
     `forgetbench sweep` selects and writes)."""
@@ -246,7 +247,7 @@ class StudyConfig(_Section):
         default_factory=dict,
         description="shadow models per split for LiRA/RMIA with --model: JSON files "
         '{"model": path, "members": [questions]}, e.g. {forget10: [s0.json, s1.json]}',
-
+    )
     # Unset keeps one run per method at `seed` (and results rows without a `seed` field).
     seeds: list[Annotated[int, Field(ge=0)]] = Field(
         default_factory=list,

@@ -151,6 +151,8 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "study.splits": "a sweep selects on sweep.select_split and reports on sweep.report_split",
         "study.seeds": "a sweep runs each trial at sweep.seeds",
         "study.method_settings": "a sweep searches them (sweep.space, sweep.methods)",
+        "study.attacks": "a sweep selects on forget quality and utility; attack the selected "
+        "models with 'forgetbench run' or 'forgetbench attack'",
     },
     "bench": {
         "benchmark.name": "bench times the TOFU-layout path",

@@ -36,16 +36,23 @@ def test_relearning_trains_on_the_a_half_only(setup, monkeypatch, tmp_path):
         return real(run_dir, examples=examples, **kwargs)
 
     monkeypatch.setattr(stages, "run_stage", spy)
+    # One round of plain relearning towards a target no model reaches: it trains once, on all.
+    config = config.model_copy(
+        update={"attack": config.attack.model_copy(update={"relearn_full_rounds": 1})}
+    )
     outcome = attack_model(
         study.finetuned, study, config, split="forget10", folder=tmp_path / "attack",
-        attacks=["relearn", "incontext"],
+        attacks=["relearn", "incontext", "relearn_full"], relearn_target=2.0,
     )  # fmt: skip
+    assert [step for step, _ in outcome.curve] == [0, 5]  # 20 questions, batches of 4
+    plain = trained[10:]
+    trained = trained[:10]
     records = load_tofu(data / "tofu", "forget10")
     halves = split_halves(records, seed=0, questions_per_author=20)
     assert json.loads((tmp_path / "attack" / "halves.json").read_text())["b"] == list(halves.b)
     a_answers = {records[i].answer for i in halves.a}
     b_answers = {records[i].answer for i in halves.b}
-    assert len(trained) == len(halves.a) == 10
+    assert len(trained) == len(halves.a) == 10 and len(plain) == 20
     assert all(any(a in text for a in a_answers) for text in trained)
     assert not any(b in text for text in trained for b in b_answers)
     # Every attack is scored on the B questions, and relearning ran its 3 steps (10 / batch 4).

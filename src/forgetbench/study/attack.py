@@ -221,6 +221,7 @@ def relearn_curve(
 
         # Step 0 is the model as given.
         curve = [(0, rouge(model_dir))]
+        folder.mkdir(parents=True, exist_ok=True)  # the cache's entry, or a folder of our own
         # The rounds' models are scratch, deleted with it: not for the cache.
         with tempfile.TemporaryDirectory(prefix="relearn-", dir=folder) as scratch, suspended():
             parent, steps = model_dir, 0

@@ -206,6 +206,13 @@ class StudyConfig(_Section):
         False, description="also run the formats and LUME tasks on every trajectory snapshot"
     )
     examples: int = Field(3, ge=0, description="forget-set generations shown per method")
+    # Trains two more pools of miniature models (forgetbench.study.meta_eval), minutes at tiny
+    # scale and tens of minutes at small, so it is off unless asked for.
+    meta_eval: bool = Field(
+        False,
+        description="also meta-evaluate the metrics (faithfulness on pools of models that saw or "
+        "never saw the largest forget split; meta_eval.json, report); built-in miniature only",
+    )
     # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`).
     retain_logs: dict[str, str] = Field(
         default_factory=dict,

@@ -36,6 +36,17 @@ class Study:
     benchmark: str = "tofu"  # the evaluation's data layout: "mini" or "tofu"
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One finetuned (`full`) or retain (`retainNN`) model of the miniature at its own seed and,
+    when set, its own finetuning epochs and learning rate (None: the study's)."""
+
+    split: str
+    seed: int | None = None
+    epochs: int | None = None
+    lr: float | None = None
+
+
 @dataclass
 class Miniature:
     """The built-in benchmark's stages in `out`: data, tokenizer, base, and any finetuned or
@@ -81,29 +92,80 @@ class Miniature:
 
         return build_tokenizer(self.out, self.data, scale=self.scale)
 
-    def model(self, split: str, *, seed: int | None = None) -> Any:  # StageResult
-        """`full` -> the finetuned model; `retainNN` -> a retain model (at `seed`, default the
-        study's)."""
-        options = self._options(progress=self.progress, seed=seed)
+    def model(
+        self,
+        split: str,
+        *,
+        seed: int | None = None,
+        epochs: int | None = None,
+        lr: float | None = None,
+    ) -> Any:  # StageResult
+        """`full` -> the finetuned model; `retainNN` -> a retain model. `seed` (default the
+        study's), `epochs` and `lr` (default the user's train.* over the recipe) make a variant:
+        another cached stage, as the meta-evaluation's pools need."""
+        variant = Variant(split, seed, epochs, lr)
+        options = self._options(progress=self.progress, variant=variant)
         return _train_job(self.out, self.data, self.base.model_dir, split, options)[0]
 
-    def models(self, stages: dict[str, str], pool: Any) -> dict[str, Any]:
-        """Finetuned/retain models (stage label -> split) that only need the base, trained side
-        by side in `pool`; each label's wall time goes to `timings`."""
+    def models(self, stages: dict[str, str | Variant], pool: Any) -> dict[str, Any]:
+        """Finetuned/retain models (stage label -> split, or a `Variant` of one) that only need
+        the base, trained side by side in `pool`; each label's wall time goes to `timings`."""
         base = self.base.model_dir
         # Progress bars from parallel workers would interleave; in this process they show.
-        options = self._options(progress=self.progress and isinstance(pool, InlinePool))
+        progress = self.progress and isinstance(pool, InlinePool)
+        variants = {
+            label: stage if isinstance(stage, Variant) else Variant(stage)
+            for label, stage in stages.items()
+        }
         jobs = {
-            label: pool.submit(_train_job, self.out, self.data, base, split, options)
-            for label, split in stages.items()
+            label: pool.submit(
+                _train_job,
+                self.out,
+                self.data,
+                base,
+                variant.split,
+                self._options(progress=progress, variant=variant),
+            )
+            for label, variant in variants.items()
         }
         trained = {label: job.result() for label, job in jobs.items()}
         self.timings.update({label: seconds for label, (_, seconds) in trained.items()})
         return {label: stage for label, (stage, _) in trained.items()}
 
-    def _options(self, *, progress: bool, seed: int | None = None) -> dict[str, Any]:
-        seed = self.seed if seed is None else seed
-        return {"scale": self.scale, "seed": seed, "train": self.train, "progress": progress}
+    def study(self, finetuned: Path, retain: dict[str, Path]) -> Study:
+        """The study on this miniature's data and base, with the given finetuned model and retain
+        model per forget split."""
+        return Study(
+            self.data,
+            finetuned,
+            self.base.model_dir,
+            retain,
+            self.template,
+            self.max_length,
+            self.unlearn_defaults(),
+            benchmark="mini",
+        )
+
+    def recipe(self) -> tuple[int, float]:
+        """The finetuned and retain models' (epochs, learning rate): the miniature's recipe with
+        the user's train.* on top; a `Variant` departs from these."""
+        from forgetbench.train.mini import mini_finetune_config
+
+        loop, _ = mini_finetune_config(self.scale, seed=self.seed, train=self.train)
+        return loop.epochs, loop.lr
+
+    def _options(self, *, progress: bool, variant: Variant | None = None) -> dict[str, Any]:
+        variant = variant or Variant("full")
+        seed = self.seed if variant.seed is None else variant.seed
+        train = self.train
+        changed = {
+            k: v for k, v in (("epochs", variant.epochs), ("lr", variant.lr)) if v is not None
+        }
+        if changed:
+            # Validated like the user's own options, and marked as set, so the recipe takes them.
+            given = train.model_dump(include=train.model_fields_set) if train else {}
+            train = TrainConfig.model_validate({**given, **changed})
+        return {"scale": self.scale, "seed": seed, "train": train, "progress": progress}
 
     @property
     def template(self) -> Any:
@@ -171,15 +233,9 @@ def resolve(
         splits = list(forget_splits)
         stages = {"finetune": "full", **{f"retain_{s}": retain_split_for(s) for s in splits}}
         trained = mini.models(stages, pool or InlinePool())
-        study = Study(
-            mini.data,
+        study = mini.study(
             trained["finetune"].model_dir,
-            mini.base.model_dir,
             {split: trained[f"retain_{split}"].model_dir for split in splits},
-            mini.template,
-            mini.max_length,
-            mini.unlearn_defaults(),
-            benchmark="mini",
         )
         return study, mini.timings
     if model is None or data is None:

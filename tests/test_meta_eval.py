@@ -149,3 +149,13 @@ def test_a_broken_meta_eval_file_is_one_sentence(tmp_path):
     (tmp_path / "meta_eval.json").write_text('{"split": "forget10", "metrics": []}')
     with pytest.raises(DataError, match="'metrics' is \\[\\], expected a non-empty list"):
         load_meta_eval(tmp_path)
+
+
+def test_a_study_of_ones_own_model_refuses_meta_eval_before_any_work(tmp_path):
+    from forgetbench.errors import ConfigError
+    from forgetbench.study.run import run_study
+
+    config = RunConfig.model_validate({"study": {"meta_eval": True}})
+    with pytest.raises(ConfigError, match="study.meta_eval trains pools of the built-in"):
+        run_study(config, out=tmp_path, model="gpt2", data="locuslab/TOFU", progress=False)
+    assert list(tmp_path.iterdir()) == []

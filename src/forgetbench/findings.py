@@ -173,30 +173,28 @@ def no_baseline_passes_forget10(rows: Sequence[Row]) -> Finding:
     )
     split = "forget10"
     base = _finetuned_utility(rows, split)
+    # (row, forget quality, utility) of every evaluated snapshot of every method.
     snapshots = [
-        r
+        (r, q, u)
         for m in methods(rows)
         for r in trajectory(rows, split, m, start=False)
-        if number(r, "forget_quality") is not None and number(r, "model_utility") is not None
+        if (q := number(r, "forget_quality")) is not None
+        and (u := number(r, "model_utility")) is not None
     ]
     if base is None or not snapshots:
         return Finding("TOFU", _NO_PASS_CLAIM, rule, UNMEASURABLE, ())
     passing = [
-        r
-        for r in snapshots
-        if number(r, "forget_quality") > FORGET_QUALITY_PASS  # type: ignore[operator]
-        and number(r, "model_utility") >= MOST_UTILITY * base  # type: ignore[operator]
+        (r, q, u) for r, q, u in snapshots if q > FORGET_QUALITY_PASS and u >= MOST_UTILITY * base
     ]
-    best = max(snapshots, key=lambda r: number(r, "forget_quality"))  # type: ignore[arg-type,return-value]
+    best, quality, utility = max(snapshots, key=lambda s: s[1])
     numbers = [
         f"finetuned utility {_f(base)}; bar {_f(MOST_UTILITY * base)}",
-        f"highest forget quality: {best['method']} step {best['step']}, "
-        f"{_f(number(best, 'forget_quality'))} at utility {_f(number(best, 'model_utility'))}",
+        f"highest forget quality: {best['method']} step {best['step']}, {_f(quality)} at "
+        f"utility {_f(utility)}",
     ]
     numbers += [
-        f"passes: {r['method']} step {r['step']}, forget quality "
-        f"{_f(number(r, 'forget_quality'))}, utility {_f(number(r, 'model_utility'))}"
-        for r in passing
+        f"passes: {r['method']} step {r['step']}, forget quality {_f(q)}, utility {_f(u)}"
+        for r, q, u in passing
     ]
     return Finding("TOFU", _NO_PASS_CLAIM, rule, FAILS if passing else HOLDS, tuple(numbers))
 
@@ -236,9 +234,9 @@ def forget01_easier(rows: Sequence[Row]) -> Finding:
 def formats_keep_knowledge(rows: Sequence[Row]) -> Finding:
     rule = (
         f"for each method's final model, the share of the finetuned-over-retain gap left on "
-        f"forget-set QA (ROUGE-L) and on each other format (formats/<f>/forget), clipped to [0, 1] "
-        f"(formats whose two references differ by < {MIN_FORMAT_SPREAD:g} left out); among the models that removed "
-        f">= {QA_UNLEARNED:g} of the QA gap, holds when more than half keep a mean share on the "
+        f"forget-set QA (ROUGE-L) and on each other format (formats/<f>/forget), clipped to "
+        f"[0, 1] (formats whose two references differ by < {MIN_FORMAT_SPREAD:g} left out); among "
+        f"the models that removed >= {QA_UNLEARNED:g} of the QA gap, holds when more than half keep a mean share on the "
         f"other formats at least {FORMAT_GAP:g} above their QA share"
     )
     numbers, keeps = [], []
@@ -249,13 +247,15 @@ def formats_keep_knowledge(rows: Sequence[Row]) -> Finding:
         formats = sorted(k for k in finetuned if k.startswith("formats/") and k.endswith("/forget"))
         for method in methods(rows):
             row = final(rows, split, method)
-            qa = _gap_left(row, finetuned, retain, "forget/rougeL") if row else None
+            if row is None:
+                continue
+            qa = _gap_left(row, finetuned, retain, "forget/rougeL")
             if qa is None or qa > QA_UNLEARNED:
                 continue
             shares = {
                 k.split("/")[1]: s
                 for k in formats
-                if (s := _gap_left(row, finetuned, retain, k)) is not None  # type: ignore[arg-type]
+                if (s := _gap_left(row, finetuned, retain, k)) is not None
             }
             if not shares:
                 continue
@@ -335,11 +335,11 @@ def ga_collapses_utility(rows: Sequence[Row]) -> Finding:
         row = final(rows, split, GRADIENT_ASCENT)
         base = _finetuned_utility(rows, split)
         utility = number(row, "model_utility") if row else None
-        if base is None or utility is None or base <= 0:
+        if row is None or base is None or utility is None or base <= 0:
             continue
         verdicts.append(utility <= COLLAPSED * base)
         numbers.append(
-            f"{split}: step {row['step']} utility {_f(utility)} = {_f(utility / base)} x "  # type: ignore[index]
+            f"{split}: step {row['step']} utility {_f(utility)} = {_f(utility / base)} x "
             f"finetuned {_f(base)}"
         )
     return Finding(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from forgetbench.io import atomic_write_json
 from forgetbench.metrics.meta import faithfulness, knows_direction
 from forgetbench.results import META_EVAL_FILE, MetaEval
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
-from forgetbench.study.resolve import Miniature, Study, Variant, miniature
+from forgetbench.study.resolve import Study, Variant, miniature
 
 # One pool's models as (seed offset, epochs factor, learning-rate factor) over the study's seed and
 # finetuning recipe; both pools follow the same plan. The first entry is the study's own finetuned
@@ -33,10 +34,10 @@ from forgetbench.study.resolve import Miniature, Study, Variant, miniature
 # have learned the forget set (the recipe's epochs are what it takes to reproduce the answers),
 # while the spread in how well it did is what a faithful metric has to see through.
 POOL_PLANS: dict[str, tuple[tuple[int, float, float], ...]] = {
-    # 4 + 4 models: about 2 minutes of training on two cores at tiny scale.
+    # 4 + 4 models: measured 4 min 54 s cold (6 new models) on two cores shared with other jobs.
     "tiny": ((0, 1.0, 1.0), (1, 1.0, 1.0), (2, 0.6, 1.0), (3, 1.0, 0.5)),
-    # 8 + 8 models, open-unlearning's minimum pool size for a stable AUC being far larger (30);
-    # 16 small models train in about 20 minutes on two cores.
+    # 8 + 8 models (open-unlearning's pools are larger): measured 66 min cold on two cores
+    # shared with other jobs (5,377 process-seconds of training, 942 of evaluation).
     "small": (
         (0, 1.0, 1.0),
         (1, 1.0, 1.0),
@@ -128,7 +129,9 @@ def faithfulness_table(
     return sorted(rows, key=lambda r: (-r["faithfulness"], r["metric"]))
 
 
-def _judged(truth_ratio_form: str) -> Any:
+def _judged(truth_ratio_form: str) -> Callable[[str], bool]:
+    """Whether a result key is a metric the pools judge."""
+
     def judged(key: str) -> bool:
         return knows_direction(key, truth_ratio_form=truth_ratio_form) is not None and not any(
             key.startswith(prefix) for prefix in NOT_JUDGED
@@ -157,11 +160,10 @@ def meta_evaluate(
     forget_split: str,
     progress: bool = True,
     pool: Any = None,
-    mini: Miniature | None = None,
 ) -> dict[str, Any]:
     """Train (or reuse) both pools in `out`, evaluate every model on `forget_split`, write
     `out/meta_eval.json` and return its content. `config` already carries the miniature's eval
-    preset (`with_setup_defaults`). `pool` and `mini`, when given, are the study's own."""
+    preset (`with_setup_defaults`). `pool`, when given, is the study's own."""
     from forgetbench.config import FORGET_SPLITS
 
     if forget_split not in FORGET_SPLITS:
@@ -174,12 +176,14 @@ def meta_evaluate(
     own_pool = pool is None
     pool = make_pool(study_workers(config, None)) if own_pool else pool
     try:
-        mini = mini or miniature(config, out, progress=progress)
+        mini = miniature(config, out, progress=progress)
         epochs, lr = mini.recipe()
         models = pool_models(
             config.scale, forget_split=forget_split, seed=config.seed, epochs=epochs, lr=lr
         )
         trained = mini.models({m.label: m.variant for m in models}, pool)
+        # The study the evaluations run on: its data and template matter, and its models are
+        # each pool's first (the study's own finetuned and retain models).
         first = {m.pool: trained[m.label].model_dir for m in reversed(models)}
         study = mini.study(first["positive"], {forget_split: first["negative"]})
         logs = out / "meta_eval" / forget_split

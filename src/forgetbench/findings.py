@@ -209,8 +209,14 @@ def forget01_easier(rows: Sequence[Row]) -> Finding:
         f"per method, forget quality at matched utility (the leaderboard's step: utility >= "
         f"{MOST_UTILITY:g} x finetuned, highest forget quality) on forget01 against forget10; "
         f"holds when forget01's is higher for more than half of the methods on both (a KS test "
-        f"on fewer questions gives larger p-values by itself, in TOFU too)"
+        f"on fewer questions gives larger p-values by itself, in TOFU too); not measurable when "
+        f"both splits hold the same number of forget questions"
     )
+    sizes = {s: _questions(rows, s) for s in ("forget01", "forget10")}
+    if sizes["forget01"] is not None and sizes["forget01"] == sizes["forget10"]:
+        # The miniature's tiny scale has one forget author for every split: nothing to compare.
+        numbers = (f"forget01 and forget10 both hold {sizes['forget01']:g} forget questions",)
+        return Finding("TOFU", _EASIER_CLAIM, rule, UNMEASURABLE, numbers)
     board = {
         (e["split"], e["method"]): e["forget_quality"]
         for e in leaderboard(rows)
@@ -228,7 +234,16 @@ def forget01_easier(rows: Sequence[Row]) -> Finding:
     easier = [m for m, (small, large) in pairs.items() if small > large]
     numbers = tuple(f"{m}: forget01 {_f(a)}, forget10 {_f(b)}" for m, (a, b) in pairs.items())
     verdict = HOLDS if 2 * len(easier) > len(pairs) else FAILS
-    return Finding("TOFU", "forget01 is easier to unlearn than forget10.", rule, verdict, numbers)
+    return Finding("TOFU", _EASIER_CLAIM, rule, verdict, numbers)
+
+
+_EASIER_CLAIM = "forget01 is easier to unlearn than forget10."
+
+
+def _questions(rows: Sequence[Row], split: str) -> float | None:
+    """How many forget-set questions the split's finetuned model was scored on."""
+    row = reference(rows, split)
+    return number(row, "forget/questions") if row else None
 
 
 def formats_keep_knowledge(rows: Sequence[Row]) -> Finding:

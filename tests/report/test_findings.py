@@ -102,6 +102,11 @@ def test_forget01_easier_compares_matched_utility_forget_quality_per_method():
     assert forget01_easier([FINETUNED, *_trajectory("forget10", "npo", [(0.7, 0.1)])]).verdict == (
         UNMEASURABLE
     )
+    # Splits of the same size (the tiny miniature's single forget author) are not compared.
+    same = [{**r, "forget/questions": 20} if r["method"] == "finetuned" else r for r in rows]
+    finding = forget01_easier(same)
+    assert finding.verdict == UNMEASURABLE
+    assert finding.numbers == ("forget01 and forget10 both hold 20 forget questions",)
 
 
 def _format_rows(method_qa: float, method_formats: dict[str, float]) -> list[dict]:

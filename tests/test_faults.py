@@ -34,6 +34,7 @@ WRITING_COMMANDS = {
     "sanity": (["sanity", "--out", "OUT"], "_sanity"),
     "bench train": (["bench", "train", "--out", "OUT"], "_bench"),
     "bench eval": (["bench", "eval", "--out", "OUT"], "_bench"),
+    "meta-eval": (["meta-eval", "--scale", "tiny", "--out", "OUT"], "_meta_eval"),
     "report": (["report", "OUT"], "_report"),
 }
 

@@ -327,6 +327,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpus-per-trial", type=float, default=0.0, help="GPUs a Ray task declares (default: 0)"
     )
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    meta = command(
+        "meta-eval",
+        _meta_eval,
+        "which metrics can be trusted: faithfulness of each forget-set metric on pools of "
+        "miniature models that saw or never saw the forget set",
+        writes=True,
+    )
+    _config_options(meta, "meta-eval")
+    meta.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench = command(
         "bench", _bench, "speed benchmarks (times and peak memory; not tests)", writes=True
     )
@@ -414,7 +424,7 @@ def _refuse_unused(
             raise ConfigError(
                 f"forgetbench {command} does not use {option}: {reason}", f"drop {option}"
             )
-    if miniature and command in ("finetune", "unlearn", "run", "sweep"):
+    if miniature and command in ("finetune", "unlearn", "run", "sweep", "attack", "meta-eval"):
         from forgetbench.train.mini import check_mini_train_options
 
         check_mini_train_options(config.train)
@@ -855,6 +865,60 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         print(f"preset:  {out / PRESET_FILE} (forgetbench run --config {out / PRESET_FILE})")
         print(f"results: {out / SWEEP_FILE}; report: {out / REPORT_FILE}")
     return {"selected": result["selected"], "preset": str(out / PRESET_FILE)}
+
+
+def _meta_eval(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.results import RESULTS_FILE
+    from forgetbench.study.meta_eval import meta_evaluate
+    from forgetbench.study.run import with_setup_defaults
+
+    _quiet_transformers()
+    config = with_setup_defaults(_resolve_config(args), model=None, data=None)
+    if not args.out:
+        raise _UsageError(
+            "forgetbench meta-eval: --out is required", "pass a folder for the pools' models"
+        )
+    out = Path(args.out)
+    result = meta_evaluate(
+        config,
+        out=out,
+        forget_split=config.benchmark.split,
+        progress=not (args.json or args.no_progress),
+    )
+    report = None
+    if (out / RESULTS_FILE).is_file():  # a run folder: its report gains the meta-evaluation
+        from forgetbench.report.html import build_report
+
+        report = str(build_report(out))
+    if not args.json:
+        from forgetbench.report.console import print_rows
+        from forgetbench.report.tables import format_cell
+
+        sizes = {p: sum(m["pool"] == p for m in result["models"]) for p in ("positive", "negative")}
+        print_rows(
+            [
+                {
+                    "metric": row["metric"],
+                    "knows if": row["direction"],
+                    "faithfulness (AUC)": format_cell(row["faithfulness"]),
+                    "robustness": format_cell(row["robustness"])
+                    if row["robustness"] is not None
+                    else "needs attacks",
+                    "pools (+/-)": f"{row['positives']}/{row['negatives']}",
+                    "positive mean": format_cell(row["positive_mean"]),
+                    "negative mean": format_cell(row["negative_mean"]),
+                }
+                for row in result["metrics"]
+            ],
+            title=f"meta-evaluation on {result['split']}, scale {result['scale']}: "
+            f"{sizes['positive']} positive, {sizes['negative']} negative models",
+        )
+        for family, reason in result.get("not_judged", {}).items():
+            print(f"not judged: {family}* — {reason}")
+        print(f"meta-evaluation: {out / 'meta_eval.json'} ({result['timings']['total']:.0f} s)")
+        if report:
+            print(f"report:  {report}")
+    return {**result, "report": report}
 
 
 def _report(args: argparse.Namespace) -> dict[str, Any]:

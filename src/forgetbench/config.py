@@ -236,6 +236,13 @@ class StudyConfig(_Section):
     attacks: list[Literal[ATTACKS]] = Field(  # type: ignore[valid-type]
         list(ATTACKS), description="robustness attacks in the study; [] = none"
     )
+    # Trains two more pools of miniature models (forgetbench.study.meta_eval), minutes at tiny
+    # scale and tens of minutes at small, so it is off unless asked for.
+    meta_eval: bool = Field(
+        False,
+        description="also meta-evaluate the metrics (faithfulness on pools of models that saw or "
+        "never saw the largest forget split; meta_eval.json, report); built-in miniature only",
+    )
     # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`).
     retain_logs: dict[str, str] = Field(
         default_factory=dict,

@@ -25,6 +25,7 @@ from forgetbench.config import RegisteredMethod, RunConfig
 # The commands that read a run config; the others (data, compare, report) take their own options.
 COMMANDS = (
     "config", "finetune", "unlearn", "eval", "sanity", "run", "bench", "attack", "sweep",
+    "meta-eval",
 )  # fmt: skip
 
 
@@ -58,7 +59,13 @@ FLAGS = (
     Flag("--benchmark", "benchmark.name"),
     Flag("--model", "model.name", required=("eval",)),
     Flag("--data", "benchmark.path", required=("eval",)),
-    Flag("--split", "benchmark.split", keys={"run": "study.splits"}, defaults={"finetune": "full"}),
+    Flag(
+        "--split",
+        "benchmark.split",
+        keys={"run": "study.splits"},
+        defaults={"finetune": "full"},
+        help={"meta-eval": "the forget split the pools are told apart on (default: forget10)"},
+    ),
     Flag("--method", "unlearn.method", keys={"run": "study.methods"}),
     Flag("--methods", "study.methods"),
     Flag("--splits", "study.splits"),
@@ -69,9 +76,11 @@ FLAGS = (
     Flag(
         "--out",
         "out",
-        required=("finetune", "unlearn", "eval", "bench", "attack", "sweep"),
+        required=("finetune", "unlearn", "eval", "bench", "attack", "sweep", "meta-eval"),
         help={
             "attack": "folder for the attacks' models, logs and attacks.json",
+            "meta-eval": "folder for the pools' models, their evaluations and meta_eval.json; "
+            "a run folder's report gains the meta-evaluation",
             "finetune": _RUN_FOLDER,
             "unlearn": _RUN_FOLDER,
             "eval": "folder for the per-question logs and the summary",
@@ -175,6 +184,15 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "study.splits": "attack runs on one split: use --split",
         "study": _STUDY,
         "study.attacks": READ,
+    },
+    "meta-eval": {
+        "model": "meta-eval trains its own pools of the built-in miniature's models at --scale",
+        "benchmark": "meta-eval runs on the built-in miniature benchmark",
+        "benchmark.split": READ,
+        "unlearn": "meta-eval " + _NO_UNLEARNING,
+        "method": "meta-eval " + _NO_UNLEARNING,
+        "study": "meta-eval's pools are fixed per scale (study.* is for 'forgetbench run')",
+        "study.workers": READ,
     },
     # `bench study` times `forgetbench run` on the built-in miniature: it reads what run reads.
     "bench study": {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import reprlib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -210,3 +210,78 @@ def _field(loc: tuple[Any, ...]) -> str:
     if not rest:
         return f"'{head}'"
     return str(head) + "".join(f"[{p}]" if isinstance(p, int) else f"['{p}']" for p in rest)
+
+
+# --- meta_eval.json ------------------------------------------------------------------------------
+
+META_EVAL_FILE = "meta_eval.json"
+
+
+class MetaModel(BaseModel):
+    """One model of a meta-evaluation pool and its judged forget-set scores."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    pool: Literal["positive", "negative"]
+    label: Name
+    split: Name
+    seed: int
+    epochs: int
+    lr: float
+    log: str | None = None
+    scores: dict[str, NumberOrNull] = {}
+
+
+class MetaMetric(BaseModel):
+    """One metric's line of the meta-evaluation table."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    metric: Name
+    direction: Literal["higher", "lower"]  # in which the metric says "knows the forget set"
+    faithfulness: NumberOrNull
+    robustness: NumberOrNull = None
+    robustness_note: str | None = None  # why robustness is missing
+    positives: int
+    negatives: int
+    positive_mean: NumberOrNull = None
+    negative_mean: NumberOrNull = None
+
+
+class MetaEval(BaseModel):
+    """A whole meta_eval.json (`forgetbench meta-eval`, or `forgetbench run` with
+    study.meta_eval), read by the report beside results.json."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+
+    forgetbench_version: str | None = None
+    created: str | None = None
+    scale: str | None = None
+    seed: int | None = None
+    split: Name
+    truth_ratio_form: str | None = None
+    models: list[MetaModel] = []
+    metrics: list[MetaMetric] = Field(min_length=1)
+    not_judged: dict[str, str] = {}  # metric family (key prefix) -> why the pools cannot judge it
+    timings: dict[str, NumberOrNull] = {}
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+    def pool_sizes(self) -> dict[str, int]:
+        return {p: sum(m.pool == p for m in self.models) for p in ("positive", "negative")}
+
+
+def load_meta_eval(folder: Path) -> MetaEval | None:
+    """`folder/meta_eval.json`, checked against `MetaEval`; None when there is none. Raises
+    `DataError` naming the file and the field in one sentence."""
+    path = Path(folder) / META_EVAL_FILE
+    if not path.is_file():
+        return None
+    data = read_json(path, what="meta-evaluation file")
+    try:
+        return MetaEval.model_validate(data)
+    except ValidationError as exc:
+        error = _one_line(exc, path)
+        hint = "fix that value, or rerun `forgetbench meta-eval` to rewrite it"
+        raise DataError(error.what, hint) from None

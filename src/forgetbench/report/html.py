@@ -20,10 +20,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from forgetbench.findings import check_findings, findings_rules
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.report import plots, robustness, tables
-from forgetbench.results import Example, Results, load_results
+from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
@@ -83,13 +84,16 @@ class PlotGroup:
 
 
 def build_report(results_dir: Path) -> Path:
-    """Write `results_dir/report.html` from `results_dir/results.json` (atomically) and return it."""
+    """Write `results_dir/report.html` from `results_dir/results.json` (and meta_eval.json, when
+    the folder has one) atomically and return it."""
     results = load_results(Path(results_dir))
-    return atomic_write_text(Path(results_dir) / REPORT_FILE, render_html(results))
+    meta = load_meta_eval(Path(results_dir))
+    return atomic_write_text(Path(results_dir) / REPORT_FILE, render_html(results, meta))
 
 
-def render_html(results: Results) -> str:
+def render_html(results: Results, meta: MetaEval | None = None) -> str:
     """The whole page, as text."""
+
     # Tables and plots read rows as plain mappings, as the CLI hands them the study's own rows.
     rows = [row.model_dump() for row in results.rows]
     board = tables.leaderboard(rows)
@@ -118,7 +122,40 @@ def render_html(results: Results) -> str:
         config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
         utility_ratio=f"{tables.UTILITY_RATIO:g}",
         mmlu_threshold=f"{MMLU_THRESHOLD:g}",
+        findings=check_findings(rows),
+        findings_rules=list(findings_rules().items()),
+        meta=_meta_eval(meta),
     )
+
+
+def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:
+    """The meta-evaluation section: pools, table and plot; None without a meta_eval.json."""
+    if meta is None:
+        return None
+    body = [
+        [
+            m.metric,
+            m.direction,
+            tables.format_cell(m.faithfulness),
+            tables.format_cell(m.robustness) if m.robustness is not None else "needs attacks",
+            f"{m.positives} / {m.negatives}",
+            tables.format_cell(m.positive_mean),
+            tables.format_cell(m.negative_mean),
+        ]
+        for m in meta.metrics
+    ]
+    head = ["metric", "knows if", "faithfulness (AUC)", "robustness", "pools (+ / −)"]
+    return {
+        "split": meta.split,
+        "scale": meta.scale,
+        "sizes": meta.pool_sizes(),
+        "models": [[m.pool, m.label, m.split, m.seed, m.epochs, f"{m.lr:g}"] for m in meta.models],
+        "head": [*head, "positive mean", "negative mean"],
+        "body": body,
+        "robust": any(m.robustness is not None for m in meta.metrics),
+        "not_judged": list(meta.not_judged.items()),
+        "svg": Markup(plots.meta_eval_plot(meta.metrics)),
+    }
 
 
 @cache

@@ -416,3 +416,55 @@ def _figure_legend(fig: Figure, axes: Any) -> None:
             ncol=min(len(seen), 6),
             frameon=False,
         )
+
+
+# --- meta-evaluation ---------------------------------------------------------------------------
+
+
+def meta_eval_plot(metrics: Sequence[Any]) -> str:
+    """Faithfulness (x) against robustness (y), one point per metric (open-unlearning's Fig. 4),
+    once any metric has a robustness; until then one bar of faithfulness per metric, best on top.
+    `metrics` are meta_eval.json's rows (`forgetbench.results.MetaMetric`)."""
+    rated = [m for m in metrics if m.faithfulness is not None]
+    with _style():
+        if any(m.robustness is not None for m in rated):
+            fig = _new_figure(6.8, 5.4)
+            ax = fig.add_subplot()
+            for m in rated:
+                if m.robustness is None:
+                    continue
+                ax.plot([m.faithfulness], [m.robustness], "o", color=_PALETTE[0])
+                ax.annotate(_text(m.metric), (m.faithfulness, m.robustness), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")  # fmt: skip
+            ax.axvline(0.5, color="#bbbbbb", linestyle=":", linewidth=1)
+            ax.set_xlim(0, 1.02)
+            ax.set_ylim(0, 1.02)
+            ax.set_xlabel("Faithfulness (AUC, positive vs negative pool)")
+            ax.set_ylabel("Robustness (harmonic mean of relearning and quantisation)")
+        else:
+            fig = _new_figure(6.8, 0.9 + 0.24 * max(len(rated), 1))
+            ax = fig.add_subplot()
+            ordered = sorted(rated, key=lambda m: m.faithfulness)
+            ys = list(range(len(ordered)))
+            colours = [_PALETTE[0] if m.direction == "higher" else _PALETTE[1] for m in ordered]
+            ax.barh(ys, [m.faithfulness for m in ordered], color=colours, height=0.7)
+            ax.set_yticks(ys)
+            ax.set_yticklabels([_text(m.metric) for m in ordered], fontsize=7)
+            ax.axvline(0.5, color="#555555", linestyle="--", linewidth=1)
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("Faithfulness (AUC: positive pool ranked above negative pool)")
+            ax.set_ylabel("Forget-set metric")
+            if ordered:
+                from matplotlib.patches import Patch
+
+                kinds = [("higher", "higher = knows the forget set"), ("lower", "lower = knows")]
+                handles = [
+                    Patch(color=_PALETTE[0 if d == "higher" else 1], label=label)
+                    for d, label in kinds
+                    if any(m.direction == d for m in ordered)
+                ]
+                ax.legend(handles=handles, fontsize=7, loc="lower right")
+            else:
+                _no_data(ax)
+        ax.grid(True, alpha=0.3)
+        return _svg(fig, "meta-eval")

@@ -41,6 +41,17 @@ class Study:
     finetune_lr: float | None = None
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One finetuned (`full`) or retain (`retainNN`) model of the miniature at its own seed and,
+    when set, its own finetuning epochs and learning rate (None: the study's)."""
+
+    split: str
+    seed: int | None = None
+    epochs: int | None = None
+    lr: float | None = None
+
+
 @dataclass
 class Miniature:
     """The built-in benchmark's stages in `out`: data, tokenizer, base, and any finetuned or
@@ -86,27 +97,38 @@ class Miniature:
 
         return build_tokenizer(self.out, self.data, scale=self.scale)
 
-    def model(self, split: str, *, seed: int | None = None) -> Any:  # StageResult
-        """`full` -> the finetuned model; `retainNN` -> a retain model (at `seed`, default the
-        study's)."""
-        options = self._options(progress=self.progress, seed=seed)
+    def model(
+        self,
+        split: str,
+        *,
+        seed: int | None = None,
+        epochs: int | None = None,
+        lr: float | None = None,
+    ) -> Any:  # StageResult
+        """`full` -> the finetuned model; `retainNN` -> a retain model. `seed` (default the
+        study's), `epochs` and `lr` (default the user's train.* over the recipe) make a variant:
+        another cached stage, as the meta-evaluation's pools need."""
+        variant = Variant(split, seed, epochs, lr)
+        options = self._options(progress=self.progress, variant=variant)
         return _train_job(self.out, self.data, self.base.model_dir, split, options)[0]
 
     def models(
-        self, stages: dict[str, str | tuple[str, dict[str, Any]]], pool: Any
+        self, stages: dict[str, str | Variant | tuple[str, dict[str, Any]]], pool: Any
     ) -> dict[str, Any]:
-        """Finetuned/retain/shadow models (stage label -> split, or (split, extra options of
-        `finetune_mini`)) that only need the base, trained side by side in `pool`; each label's
-        wall time goes to `timings`."""
+        """Finetuned/retain/shadow models that only need the base, trained side by side in
+        `pool`: stage label -> split, a `Variant` of one, or (split, extra options of
+        `finetune_mini`) for a shadow model. Each label's wall time goes to `timings`."""
         base = self.base.model_dir
         # Progress bars from parallel workers would interleave; in this process they show.
-        options = self._options(progress=self.progress and isinstance(pool, InlinePool))
+        progress = self.progress and isinstance(pool, InlinePool)
         jobs = {}
         for label, stage in stages.items():
-            split, more = (stage, {}) if isinstance(stage, str) else stage
-            jobs[label] = pool.submit(
-                _train_job, self.out, self.data, base, split, {**options, **more}
-            )
+            more: dict[str, Any] = {}
+            if isinstance(stage, tuple):
+                stage, more = stage
+            variant = stage if isinstance(stage, Variant) else Variant(stage)
+            options = {**self._options(progress=progress, variant=variant), **more}
+            jobs[label] = pool.submit(_train_job, self.out, self.data, base, variant.split, options)
         trained = {label: job.result() for label, job in jobs.items()}
         self.timings.update({label: seconds for label, (_, seconds) in trained.items()})
         return {label: stage for label, (stage, _) in trained.items()}
@@ -133,9 +155,47 @@ class Miniature:
             for i, mask in enumerate(masks)
         }
 
-    def _options(self, *, progress: bool, seed: int | None = None) -> dict[str, Any]:
-        seed = self.seed if seed is None else seed
-        return {"scale": self.scale, "seed": seed, "train": self.train, "progress": progress}
+    def study(
+        self,
+        finetuned: Path,
+        retain: dict[str, Path],
+        shadows: dict[str, list[Path]] | None = None,
+    ) -> Study:
+        """The study on this miniature's data and base, with the given finetuned model, retain
+        model per forget split and shadow models' files per split."""
+        return Study(
+            self.data,
+            finetuned,
+            self.base.model_dir,
+            retain,
+            self.template,
+            self.max_length,
+            self.unlearn_defaults(),
+            benchmark="mini",
+            shadows=shadows or {},
+            finetune_lr=self.finetune_loop().lr,
+        )
+
+    def recipe(self) -> tuple[int, float]:
+        """The finetuned and retain models' (epochs, learning rate): the miniature's recipe with
+        the user's train.* on top; a `Variant` departs from these."""
+        from forgetbench.train.mini import mini_finetune_config
+
+        loop, _ = mini_finetune_config(self.scale, seed=self.seed, train=self.train)
+        return loop.epochs, loop.lr
+
+    def _options(self, *, progress: bool, variant: Variant | None = None) -> dict[str, Any]:
+        variant = variant or Variant("full")
+        seed = self.seed if variant.seed is None else variant.seed
+        train = self.train
+        changed = {
+            k: v for k, v in (("epochs", variant.epochs), ("lr", variant.lr)) if v is not None
+        }
+        if changed:
+            # Validated like the user's own options, and marked as set, so the recipe takes them.
+            given = train.model_dump(include=train.model_fields_set) if train else {}
+            train = TrainConfig.model_validate({**given, **changed})
+        return {"scale": self.scale, "seed": seed, "train": train, "progress": progress}
 
     def finetune_loop(self) -> Any:  # LoopConfig
         """The finetuned and retain models' training loop (the recipe under the user's train.*)."""
@@ -281,16 +341,9 @@ def resolve(
             for split, per_split in shadow_stages.items()
             if per_split
         }
-        study = Study(
-            mini.data,
+        study = mini.study(
             trained["finetune"].model_dir,
-            mini.base.model_dir,
             {split: trained[f"retain_{split}"].model_dir for split in splits},
-            mini.template,
-            mini.max_length,
-            mini.unlearn_defaults(),
-            benchmark="mini",
-            finetune_lr=mini.finetune_loop().lr,
             shadows=shadow_files,
         )
         return study, mini.timings

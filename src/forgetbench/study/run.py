@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
-from forgetbench.config import RunConfig
+from forgetbench.config import FORGET_SPLITS, RunConfig
 from forgetbench.data.logs import EvalLog
+from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
 from forgetbench.results import RESULTS_FILE, Results
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.pool import InlinePool, make_pool, quiet_transformers, study_workers
-from forgetbench.study.resolve import Study, resolve
+from forgetbench.study.resolve import Study, is_miniature, resolve
 
 CSV_NAME = "results.csv"
 
@@ -44,7 +45,6 @@ def _git_sha() -> str | None:
 def with_setup_defaults(config: RunConfig, *, model: str | None, data: str | None) -> RunConfig:
     """The config with the miniature's eval preset (presets/mini.yaml) under the user's eval.*
     settings, for the built-in study; results.json records the values used."""
-    from forgetbench.study.resolve import is_miniature
     from forgetbench.train.presets import eval_preset
 
     if not is_miniature(config, model, data):
@@ -348,6 +348,11 @@ def run_study(
     started = time.perf_counter()
     quiet_transformers()
     config = with_setup_defaults(config, model=model, data=data)
+    if config.study.meta_eval and not is_miniature(config, model, data):
+        raise ConfigError(
+            "study.meta_eval trains pools of the built-in miniature's models",
+            "drop study.meta_eval, or run the built-in study (no --model, --data or --benchmark)",
+        )
     workers = study_workers(config, model)
     pool = make_pool(workers)
     try:
@@ -359,6 +364,14 @@ def run_study(
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress
         )
+        if config.study.meta_eval:
+            from forgetbench.study.meta_eval import meta_evaluate
+
+            # The largest forget split: the most questions per metric, the steadiest pools.
+            split = max(config.study.splits, key=FORGET_SPLITS.index)
+            t = time.perf_counter()
+            meta_evaluate(config, out=out, forget_split=split, progress=progress, pool=pool)
+            timings["meta_eval"] = time.perf_counter() - t
     finally:
         pool.shutdown(cancel_futures=True)
     timings["total"] = time.perf_counter() - started

@@ -401,7 +401,7 @@ def run_study(
     return results
 
 
-Job = tuple[tuple[str, str], str, Any, tuple]  # key, label, function, args
+Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args
 
 
 def _run_pool(pool: Any, jobs: list[Job], *, title: str, progress: bool) -> dict[Any, Future]:

@@ -59,3 +59,12 @@ def test_the_engine_and_the_evaluation_name_no_method(folder):
         where = path.relative_to(PACKAGE)
         assert not named, f"{where} names method(s) {sorted(named)}: use the method contract"
         assert not imported, f"{where} imports method module(s) {sorted(imported)}"
+
+
+def test_test_modules_have_unique_basenames():
+    # pytest imports test modules by basename (no packages under tests/): two files of one name
+    # stop the whole suite at collection.
+    from collections import Counter
+
+    names = Counter(p.name for p in Path(__file__).parent.rglob("test_*.py"))
+    assert [n for n, c in names.items() if c > 1] == []

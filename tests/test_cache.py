@@ -103,10 +103,14 @@ def _training_logs(root: Path) -> dict[str, int]:
 def test_a_second_study_in_a_new_folder_trains_and_evaluates_nothing(cache, tmp_path, capsys):
     assert main([*STUDY, "--out", str(tmp_path / "first")]) == 0
     logs = _training_logs(cache)
-    # pretraining, finetuning, the retain model and the unlearning run, each logged once
-    assert len(logs) == 4 and all(logs.values())
+    # Each logged once: pretraining, finetuning, the retain model, 4 shadow models, the
+    # unlearning run, and the relearning attack on the finetuned, retain and unlearned models.
+    assert len(logs) == 11 and all(logs.values())
+    assert sum("/shadow-" in p for p in logs) == 4 and sum("/relearn-a-" in p for p in logs) == 3
     summaries = {p: p.stat().st_mtime_ns for p in cache.rglob("summary.json")}
-    assert len(summaries) == 4  # retain, finetuned, base, grad_ascent's final model
+    # retain, finetuned, base and grad_ascent's final model; the 4 shadows' MIA; 6 B-half
+    # evaluations (unattacked, relearned, int8, int4, NF4, in-context) of each attacked model.
+    assert len(summaries) == 4 + 4 + 3 * 6
 
     assert main([*STUDY, "--out", str(tmp_path / "second")]) == 0
     assert _training_logs(cache) == logs  # no training step ran again

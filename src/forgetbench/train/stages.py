@@ -103,7 +103,8 @@ def publish_model(
 
 def model_fingerprint(model_dir: Path) -> str:
     """What a child stage hashes as its parent: the parent's own stage key when forgetbench made it
-    (cheap, exact), else the path (an external model is identified by its name)."""
+    (cheap, exact), an unlearning run's name and snapshot, else the path (an external model is
+    identified by its name)."""
     stage_file = model_dir.parent / STAGE_FILE
     if stage_file.is_file():
         # Parsed, not hashed: the stage that made this folder checked its files when it was
@@ -116,6 +117,11 @@ def model_fingerprint(model_dir: Path) -> str:
                 f"re-run the command that made it, or move {model_dir.parent} aside",
             )
         return record["key"]
+    # An unlearning run's model or snapshot: its run folder's name carries the run's key
+    # (train/unlearn.py), the same in every output folder linking to it; the path would not be.
+    for run in (model_dir.parent, model_dir.parent.parent):
+        if (run / "unlearn.json").is_file():
+            return f"{run.name}/{model_dir.relative_to(run)}"
     return str(model_dir)
 
 

@@ -46,6 +46,7 @@ from forgetbench.methods.base import (
     check_nonnegative,
     check_positive,
     require_inputs,
+    retain_regulariser,
 )
 from forgetbench.methods.dpo import dpo_loss
 
@@ -97,7 +98,7 @@ class AltPO:
         }
         total = self.forget_weight * preference
         if self.retain_weight > 0:
-            retain_nll = mean_nll(inputs.retain_logps, inputs.retain_mask).mean()
-            parts["retain_nll"] = retain_nll.item()
-            total = total + self.retain_weight * retain_nll
+            retain, part = retain_regulariser(inputs, loss="nll")
+            parts[part] = retain.item()
+            total = total + self.retain_weight * retain
         return total, parts

@@ -293,7 +293,7 @@ def retain_kl(inputs: UnlearnInputs, *, kl_positions: str) -> Tensor:
 def retain_regulariser(
     inputs: UnlearnInputs, *, loss: str, kl_positions: str = "sequence"
 ) -> tuple[Tensor, str]:
-    """The retain term NPO and SimNPO add: the retain answers' mean NLL (`"nll"`) or
+    """The retain term most methods add: the retain answers' mean NLL (`"nll"`) or
     KL(ref || current) on the retain batch (`"kl"`). Returns the term and its log name."""
     if loss == "kl":
         return retain_kl(inputs, kl_positions=kl_positions), "retain_kl"

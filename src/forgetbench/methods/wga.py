@@ -34,6 +34,7 @@ from forgetbench.methods.base import (
     check_nonnegative,
     check_positive,
     require_inputs,
+    retain_regulariser,
 )
 
 
@@ -78,7 +79,7 @@ class WGA:
         }
         total = self.forget_weight * forget_term
         if self.retain_weight > 0:
-            retain_nll = mean_nll(inputs.retain_logps, inputs.retain_mask).mean()
-            parts["retain_nll"] = retain_nll.item()
-            total = total + self.retain_weight * retain_nll
+            retain, part = retain_regulariser(inputs, loss="nll")
+            parts[part] = retain.item()
+            total = total + self.retain_weight * retain
         return total, parts

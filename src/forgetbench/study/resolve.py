@@ -179,9 +179,7 @@ class Miniature:
     def recipe(self) -> tuple[int, float]:
         """The finetuned and retain models' (epochs, learning rate): the miniature's recipe with
         the user's train.* on top; a `Variant` departs from these."""
-        from forgetbench.train.mini import mini_finetune_config
-
-        loop, _ = mini_finetune_config(self.scale, seed=self.seed, train=self.train)
+        loop = self.finetune_loop()
         return loop.epochs, loop.lr
 
     def _options(self, *, progress: bool, variant: Variant | None = None) -> dict[str, Any]:

@@ -97,7 +97,7 @@ class _FakeMini:
         return {label: SimpleNamespace(model_dir=self.out / label) for label in stages}
 
     def study(self, finetuned, retain):
-        return SimpleNamespace(finetuned=finetuned, retain=retain)
+        return SimpleNamespace(finetuned=finetuned, retain=retain, finetune_lr=2e-3)
 
 
 def test_meta_eval_writes_a_valid_file_from_every_pool_models_scores(tmp_path, monkeypatch):
@@ -113,6 +113,25 @@ def test_meta_eval_writes_a_valid_file_from_every_pool_models_scores(tmp_path, m
         return {"forget/rougeL": 0.5 + seed / 10 if positive else 0.1, "model_utility": 0.8}, 0.5
 
     monkeypatch.setattr(meta_eval, "_evaluate_job", evaluate)
+    attacked = []
+
+    def attack(study, config, out, split, method):
+        attacked.append(method)
+        # Every unlearned model reads 0.2, relearns to 0.5 (the retain model: 0.1 -> 0.4, the
+        # same move: R = 1) and quantises to 0.4 (Q = 0.5): robustness 2/3.
+        if method is None:
+            return {
+                "method": "retain",
+                "log": "r",
+                "seconds": 1.0,
+                "before": {"forget/rougeL": 0.1},
+                "relearned": {"forget/rougeL": 0.4},
+            }
+        return {"method": method, "log": method, "seconds": 1.0,
+                "before": {"forget/rougeL": 0.2, "model_utility": 0.8},
+                "relearned": {"forget/rougeL": 0.5}, "quantised": {"forget/rougeL": 0.4}}  # fmt: skip
+
+    monkeypatch.setattr(meta_eval, "attacked_job", attack)
     config = RunConfig(scale="tiny")
     result = meta_eval.meta_evaluate(
         config, out=tmp_path, forget_split="forget05", pool=InlinePool()
@@ -123,6 +142,12 @@ def test_meta_eval_writes_a_valid_file_from_every_pool_models_scores(tmp_path, m
     assert [m["metric"] for m in result["metrics"]] == ["forget/rougeL"]
     assert result["metrics"][0]["faithfulness"] == 1.0
     assert result["metrics"][0]["positive_mean"] == pytest.approx((0.5 + 0.6 + 0.7 + 0.8) / 4)
+    assert attacked == ["grad_diff", "npo", "idk", None]
+    assert result["metrics"][0]["robustness"] == pytest.approx(2 / 3, abs=1e-6)
+    assert result["robustness"]["methods"] == ["grad_diff", "npo", "idk"]
+    assert [a["method"] for a in result["robustness"]["attacked"]] == [
+        "grad_diff", "npo", "idk", "retain"
+    ]  # fmt: skip
     meta = load_meta_eval(tmp_path)
     assert meta is not None and meta.pool_sizes() == {"positive": 4, "negative": 4}
     assert json.loads((tmp_path / "meta_eval.json").read_text())["split"] == "forget05"

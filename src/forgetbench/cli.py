@@ -903,7 +903,10 @@ def _meta_eval(args: argparse.Namespace) -> dict[str, Any]:
                     "faithfulness (AUC)": format_cell(row["faithfulness"]),
                     "robustness": format_cell(row["robustness"])
                     if row["robustness"] is not None
-                    else "needs attacks",
+                    else "—",
+                    "R / Q": f"{format_cell(row.get('relearning'))} / "
+                    f"{format_cell(row.get('quantisation'))}",
+                    "attacked": len(row.get("attacked", [])),
                     "pools (+/-)": f"{row['positives']}/{row['negatives']}",
                     "positive mean": format_cell(row["positive_mean"]),
                     "negative mean": format_cell(row["negative_mean"]),

@@ -67,7 +67,14 @@ FLAGS = (
         help={"meta-eval": "the forget split the pools are told apart on (default: forget10)"},
     ),
     Flag("--method", "unlearn.method", keys={"run": "study.methods"}),
-    Flag("--methods", "study.methods"),
+    Flag(
+        "--methods",
+        "study.methods",
+        help={
+            "meta-eval": "methods whose unlearned models the robustness attacks (default: 3 at "
+            "tiny scale, 8 at small)"
+        },
+    ),
     Flag("--splits", "study.splits"),
     Flag("--attacks", "study.attacks"),
     Flag("--epochs", "unlearn.epochs", keys={"finetune": "train.epochs"}),
@@ -189,10 +196,13 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "model": "meta-eval trains its own pools of the built-in miniature's models at --scale",
         "benchmark": "meta-eval runs on the built-in miniature benchmark",
         "benchmark.split": READ,
-        "unlearn": "meta-eval " + _NO_UNLEARNING,
-        "method": "meta-eval " + _NO_UNLEARNING,
+        "unlearn": "meta-eval unlearns with each method's preset (unlearn.* is for "
+        "'forgetbench run')",
+        "method": "meta-eval unlearns with each method's preset (method.* is for 'forgetbench "
+        "run')",
         "study": "meta-eval's pools are fixed per scale (study.* is for 'forgetbench run')",
         "study.workers": READ,
+        "study.methods": READ,
     },
     # `bench study` times `forgetbench run` on the built-in miniature: it reads what run reads.
     "bench study": {

@@ -240,8 +240,13 @@ class MetaMetric(BaseModel):
     metric: Name
     direction: Literal["higher", "lower"]  # in which the metric says "knows the forget set"
     faithfulness: NumberOrNull
-    robustness: NumberOrNull = None
+    robustness: NumberOrNull = None  # harmonic mean of relearning and quantisation
     robustness_note: str | None = None  # why robustness is missing
+    relearning: NumberOrNull = None  # mean R over the attacked models
+    quantisation: NumberOrNull = None  # mean Q over the attacked models
+    forgot_threshold: NumberOrNull = None  # the pools' best cut: past it a model "forgot"
+    attacked: list[str] = []  # the attacked models (methods) this metric reads as forgotten
+    utility_dropped: int | None = None  # attacked models left out for their broken utility
     positives: int
     negatives: int
     positive_mean: NumberOrNull = None
@@ -263,6 +268,9 @@ class MetaEval(BaseModel):
     models: list[MetaModel] = []
     metrics: list[MetaMetric] = Field(min_length=1)
     not_judged: dict[str, str] = {}  # metric family (key prefix) -> why the pools cannot judge it
+    # How robustness was measured: methods attacked, quantisation, relearning budget, filters,
+    # and each attacked model's judged scores before and after each attack.
+    robustness: dict[str, Any] | None = None
     timings: dict[str, NumberOrNull] = {}
 
     def dump(self) -> dict[str, Any]:

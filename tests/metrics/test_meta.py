@@ -5,7 +5,9 @@ import pytest
 from forgetbench.metrics.meta import (
     faithfulness,
     knows_direction,
+    knows_threshold,
     quantisation_robustness,
+    reads_forgotten,
     relearning_robustness,
     robustness,
 )
@@ -74,18 +76,43 @@ def test_relearning_robustness_is_the_retain_models_move_over_the_unlearned_ones
     assert relearning_robustness((0.2, 0.8), (0.1, 0.4), "higher") == pytest.approx(0.5)
     # An unlearned model that relearns no faster than a retain model: capped at 1.
     assert relearning_robustness((0.2, 0.3), (0.1, 0.4), "higher") == 1.0
-    # Not moving toward "knows" at all: nothing hidden came back.
+    # Not moving at all: nothing hidden came back.
     assert relearning_robustness((0.2, 0.2), (0.1, 0.4), "higher") == 1.0
     # A "lower" metric moves down as knowledge returns: 0.9 -> 0.3 is 0.6, 0.8 -> 0.5 is 0.3.
     assert relearning_robustness((0.9, 0.3), (0.8, 0.5), "lower") == pytest.approx(0.5)
+    # Moving away from "knows" (0.5 -> 0.4) while the retain model learns: 0.3 / -0.1 < 0,
+    # clipped to 0 as the paper's min(., 1) over a ratio in [0, 1].
+    assert relearning_robustness((0.5, 0.4), (0.1, 0.4), "higher") == 0.0
+    # Both moving away: 0.1 / 0.2 in "knows" units (-0.1 / -0.2).
+    assert relearning_robustness((0.5, 0.3), (0.4, 0.3), "higher") == pytest.approx(0.5)
 
 
 def test_quantisation_robustness_is_the_share_of_the_attacked_value_already_shown():
     assert quantisation_robustness(0.2, 0.8, "higher") == pytest.approx(0.25)
     assert quantisation_robustness(0.8, 0.4, "higher") == 1.0  # quantising lost knowledge
     assert quantisation_robustness(0.8, 0.4, "lower") == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="positive values"):
-        quantisation_robustness(0.0, 0.4, "higher")
+    # ROUGE-L 0 before, 0.4 after: the metric showed none of what came back.
+    assert quantisation_robustness(0.0, 0.4, "higher") == 0.0
+    # Nothing shown after quantising (higher) / everything shown before (lower): 1.
+    assert quantisation_robustness(0.3, 0.0, "higher") == 1.0
+    assert quantisation_robustness(0.0, 0.0, "higher") == 1.0
+    assert quantisation_robustness(0.0, 0.2, "lower") == 1.0
+    with pytest.raises(ValueError, match="non-negative"):
+        quantisation_robustness(-0.1, 0.4, "higher")
+
+
+def test_knows_threshold_is_the_accuracy_best_midpoint_between_the_pools():
+    # Positive 0.9, 0.8, 0.3; negative 0.1, 0.2, 0.5. Cuts: 0.15 (4 right), 0.25 (5), 0.4 (4),
+    # 0.65 (5), 0.85 (4): 0.25 and 0.65 tie, the lower one wins.
+    positive, negative = [0.9, 0.8, 0.3], [0.1, 0.2, 0.5]
+    assert knows_threshold(positive, negative, "higher") == pytest.approx(0.25)
+    assert reads_forgotten(0.2, 0.25, "higher") and not reads_forgotten(0.3, 0.25, "higher")
+    # A "lower" metric: the same pools negated. Cuts in -value space: -0.65 (5 right) first.
+    threshold = knows_threshold([0.1, 0.2, 0.5], [0.9, 0.8, 0.3], "lower")
+    assert threshold == pytest.approx(0.65)
+    assert reads_forgotten(0.7, threshold, "lower") and not reads_forgotten(0.6, threshold, "lower")
+    with pytest.raises(ValueError, match="two distinct"):
+        knows_threshold([0.5], [0.5], "higher")
 
 
 def test_robustness_is_the_harmonic_mean_of_both_attacks():

@@ -20,6 +20,10 @@ RESULTS = {
 
 def _meta(robustness: float | None = None) -> dict:
     row = {"direction": "higher", "robustness": robustness, "positives": 2, "negatives": 2}
+    if robustness is not None:
+        row |= {"relearning": 0.75, "quantisation": 0.5, "attacked": ["npo", "idk"]}
+    else:
+        row["robustness_note"] = "no attacked model reads as having forgotten by this metric"
     return {
         "split": "forget10",
         "scale": "tiny",
@@ -49,7 +53,8 @@ def test_findings_are_always_there_and_the_meta_section_only_with_its_file(tmp_p
     section = page[page.index('<section id="meta-eval">') : page.index('<section id="examples">')]
     assert "2\npositive models" in section and "2 negative models" in section
     assert "<svg" in section and "Faithfulness (AUC" in section
-    assert section.count("needs attacks") == 2
+    assert section.count("no attacked model reads as having forgotten") == 2
+    assert "was not measured in this file" in section
     assert "Not judged: lume/*" in section
     assert "Robustness (harmonic mean" not in section  # bars until robustness exists
 
@@ -58,5 +63,7 @@ def test_the_meta_plot_becomes_a_scatter_once_robustness_is_measured(tmp_path: P
     folder = write_results(tmp_path / "run", RESULTS)
     (folder / "meta_eval.json").write_text(json.dumps(_meta(robustness=0.8)))
     section = build_report(folder).read_text().split('<section id="meta-eval">')[1]
-    assert "Robustness (harmonic mean" in section and "needs attacks" not in section
+    assert "Robustness (harmonic mean" in section and "not measured" not in section
+    # The table's R, Q and how many attacked models each metric counted.
+    assert '<td class="num">0.7500</td><td class="num">0.5000</td><td class="num">2</td>' in section
     assert "faithfulness across, robustness\nup" in section

@@ -80,40 +80,78 @@ def faithfulness(
         raise ValueError(message) from None
 
 
-# --- robustness (open-unlearning sec. 5.2) ---------------------------------------------------
-# Both attacks are run on an unlearned model; each gives a score in [0, 1], 1 = the metric does
-# not report more knowledge after the attack than the attack can explain.
+# --- robustness (open-unlearning, Dorna et al. 2025, eqs. 2-4) --------------------------------
+# Both attacks are run on unlearned models; each gives a score in [0, 1] per model, 1 = the metric
+# does not report more knowledge after the attack than the attack itself can explain. A metric's
+# robustness is the harmonic mean of the two scores averaged over the attacked models.
+
+# Below this a metric did not move: no ratio of moves is defined, and nothing came back.
+_STILL = 1e-9
 
 
 def relearning_robustness(
     unlearned: tuple[float, float], retain: tuple[float, float], direction: Direction
 ) -> float:
-    """R = min(delta_retain / delta_unlearned, 1), each delta the metric's move toward "knows"
-    (after - before, negated for "lower" metrics) when the model is finetuned briefly on the forget
-    set. A retain model learns the facts from scratch; an unlearned model that moves further hides
-    knowledge the metric did not see. An unlearned model that does not move (delta <= 0) gives 1.
+    """R = min(delta_retain / delta_unlearned, 1), clipped at 0, each delta the metric's move toward
+    "knows" (after - before, negated for "lower" metrics) when the model is finetuned briefly on
+    the forget set. A retain model learns the facts from scratch; an unlearned model whose metric
+    moves further hid knowledge the metric did not see. An unlearned model whose metric does not
+    move gives 1 (open-unlearning's reading); one that moves away from "knows" while the retain
+    model moves toward it gives a negative ratio, clipped to 0 as in the paper's formula.
     `unlearned` and `retain` are (before, after) pairs."""
     sign = 1.0 if direction == "higher" else -1.0
     delta_unlearned = sign * (unlearned[1] - unlearned[0])
     delta_retain = sign * (retain[1] - retain[0])
     _finite(delta_unlearned, delta_retain)
-    if delta_unlearned <= 0:
+    if abs(delta_unlearned) < _STILL:
         return 1.0
-    return min(max(delta_retain, 0.0) / delta_unlearned, 1.0)
+    return min(max(delta_retain / delta_unlearned, 0.0), 1.0)
 
 
 def quantisation_robustness(before: float, after: float, direction: Direction) -> float:
     """Q = min(before / after, 1) for a "higher" metric (min(after / before, 1) for a "lower" one):
     an unlearned model quantised (4-bit in open-unlearning) should not read as knowing more; the
-    share of its post-quantisation value the metric had already shown. Values must be positive."""
+    share of its post-quantisation value the metric had already shown. Every judged metric is
+    non-negative; a zero denominator means the attacked side shows no knowledge (higher: the
+    quantised model reads 0) or the unlearned side already showed all (lower: it read 0), so 1."""
     _finite(before, after)
-    if before <= 0 or after <= 0:
+    if before < 0 or after < 0:
         raise ValueError(
-            f"quantisation robustness is a ratio of positive values, got before={before}, "
+            f"quantisation robustness is a ratio of non-negative values, got before={before}, "
             f"after={after}"
         )
-    ratio = before / after if direction == "higher" else after / before
-    return min(ratio, 1.0)
+    numerator, denominator = (before, after) if direction == "higher" else (after, before)
+    if denominator < _STILL:
+        return 1.0
+    return min(numerator / denominator, 1.0)
+
+
+def knows_threshold(
+    positive: Sequence[float], negative: Sequence[float], direction: Direction
+) -> float:
+    """The value that best tells the pools apart (most models on their own side: positive models
+    at or past it toward "knows", negative ones short of it), the midpoint between two neighbouring
+    observed values; ties go to the lowest "knows" side. open-unlearning keeps, per metric, only
+    the attacked models this threshold calls "forgot" (its sec. 4.2.1 filter): on a model the
+    metric still reads as knowing, there is nothing for an attack to bring back."""
+    sign = 1.0 if direction == "higher" else -1.0
+    pos = sorted(sign * float(v) for v in positive)
+    neg = sorted(sign * float(v) for v in negative)
+    values = sorted(set(pos + neg))
+    if len(values) < 2:
+        raise ValueError("a threshold needs at least two distinct values across the pools")
+    best, best_correct = values[0], -1
+    for low, high in zip(values, values[1:], strict=False):
+        cut = (low + high) / 2
+        correct = sum(v >= cut for v in pos) + sum(v < cut for v in neg)
+        if correct > best_correct:
+            best, best_correct = cut, correct
+    return sign * best
+
+
+def reads_forgotten(value: float, threshold: float, direction: Direction) -> bool:
+    """Whether `value` falls on the negative pool's side of `knows_threshold`."""
+    return value < threshold if direction == "higher" else value > threshold
 
 
 def robustness(relearning: float, quantisation: float) -> float:

@@ -132,19 +132,29 @@ def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:
     """The meta-evaluation section: pools, table and plot; None without a meta_eval.json."""
     if meta is None:
         return None
+
+    def cell(m: Any, key: str) -> str:
+        value = getattr(m, key)
+        return tables.format_cell(value) if value is not None else "—"
+
     body = [
         [
             m.metric,
             m.direction,
             tables.format_cell(m.faithfulness),
-            tables.format_cell(m.robustness) if m.robustness is not None else "needs attacks",
+            cell(m, "robustness") if m.robustness is not None else (m.robustness_note or "—"),
+            cell(m, "relearning"),
+            cell(m, "quantisation"),
+            len(m.attacked),
             f"{m.positives} / {m.negatives}",
             tables.format_cell(m.positive_mean),
             tables.format_cell(m.negative_mean),
         ]
         for m in meta.metrics
     ]
-    head = ["metric", "knows if", "faithfulness (AUC)", "robustness", "pools (+ / −)"]
+    head = ["metric", "knows if", "faithfulness (AUC)", "robustness", "relearning R",
+            "quantisation Q", "attacked models", "pools (+ / −)"]  # fmt: skip
+    robust = meta.robustness or {}
     return {
         "split": meta.split,
         "scale": meta.scale,
@@ -153,6 +163,8 @@ def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:
         "head": [*head, "positive mean", "negative mean"],
         "body": body,
         "robust": any(m.robustness is not None for m in meta.metrics),
+        "attacked_methods": ", ".join(robust.get("methods", [])),
+        "utility_kept": robust.get("utility_kept"),
         "not_judged": list(meta.not_judged.items()),
         "svg": Markup(plots.meta_eval_plot(meta.metrics)),
     }

@@ -6,8 +6,8 @@ forget set), and **negative**, retain models (they never saw it), each pool vari
 finetuning epochs and learning rates by the same plan, so the only systematic difference between
 the pools is the forget set. Every model is a cached stage of `Miniature` and every evaluation a
 cached `evaluate_cached`, so a second run only reads. A metric's faithfulness is the AUC with which
-it separates the pools (`forgetbench.metrics.meta`); its robustness needs the attacks of issue 18
-and is left empty ("needs attacks") until they exist.
+it separates the pools (`forgetbench.metrics.meta`); its robustness, how far relearning and
+quantisation attacks on unlearned models move it, comes from `forgetbench.study.meta_robustness`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,15 @@ from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json
 from forgetbench.metrics.meta import faithfulness, knows_direction
 from forgetbench.results import META_EVAL_FILE, MetaEval
+from forgetbench.study.attack import relearn_loop
+from forgetbench.study.meta_robustness import (
+    QUANTISATION,
+    UTILITY_KEPT,
+    attacked_job,
+    attacked_summary,
+    robustness_methods,
+    robustness_rows,
+)
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import Study, Variant, miniature
 
@@ -50,7 +59,6 @@ POOL_PLANS: dict[str, tuple[tuple[int, float, float], ...]] = {
     ),
 }
 POOL_PLANS["full"] = POOL_PLANS["small"]
-NEEDS_ATTACKS = "needs attacks (relearning, quantisation: issue 18)"
 # Metric families the miniature's pools cannot judge, with the reason (meta_eval.json and the
 # report show it). A family has a declared direction (`knows_direction`) all the same, for pools
 # that would be trained on its data.
@@ -119,7 +127,6 @@ def faithfulness_table(
                 "direction": direction,
                 "faithfulness": round(faithfulness(positive, negative, direction), 6),
                 "robustness": None,
-                "robustness_note": NEEDS_ATTACKS,
                 "positives": len(positive),
                 "negatives": len(negative),
                 "positive_mean": round(sum(positive) / len(positive), 6),
@@ -198,17 +205,28 @@ def meta_evaluate(
             )  # fmt: skip
             for m in models
         }
+        # The attacked models: each method's unlearned model, and the retain model (None).
+        attack_jobs = {
+            method: pool.submit(attacked_job, study, config, out, forget_split, method)
+            for method in (*robustness_methods(config), None)
+        }
         evaluated = {label: job.result() for label, job in jobs.items()}
+        attacked = {method: job.result() for method, job in attack_jobs.items()}
     finally:
         if own_pool:
             pool.shutdown(cancel_futures=True)
     judged = _judged(config.eval.truth_ratio_form)
-    table = faithfulness_table(
-        [(m.pool, evaluated[m.label][0]) for m in models],
-        truth_ratio_form=config.eval.truth_ratio_form,
-    )
+    scored = [(m.pool, evaluated[m.label][0]) for m in models]
+    table = faithfulness_table(scored, truth_ratio_form=config.eval.truth_ratio_form)
+    retain = attacked.pop(None)
+    finetuned = evaluated[models[0].label][0]  # the positive pool's first: the study's own
+    table = robustness_rows(
+        table, scored, list(attacked.values()), retain,
+        finetuned_utility=finetuned.get("model_utility"),
+    )  # fmt: skip
     timings = {f"train_{m.label}": mini.timings.get(m.label, 0.0) for m in models}
     timings |= {f"eval_{m.label}": evaluated[m.label][1] for m in models}
+    timings |= {f"attack_{a['method']}": a["seconds"] for a in (*attacked.values(), retain)}
     timings["total"] = time.perf_counter() - started
     result = {
         "forgetbench_version": __version__,
@@ -231,6 +249,19 @@ def meta_evaluate(
             for m in models
         ],
         "metrics": table,
+        "robustness": {
+            "methods": [m for m in attacked if m is not None],
+            "quantisation": QUANTISATION,
+            "utility_kept": UTILITY_KEPT,
+            "finetuned_utility": finetuned.get("model_utility"),
+            "relearning": {
+                "epochs": config.attack.relearn_epochs,
+                "batch_size": config.attack.relearn_batch_size,
+                "lr": relearn_loop(study, config, epochs=config.attack.relearn_epochs).lr,
+                "on": f"every question of {forget_split}",
+            },
+            "attacked": attacked_summary([*attacked.values(), retain], judged),
+        },
         "not_judged": NOT_JUDGED,
         "timings": {k: round(v, 2) for k, v in timings.items()},
     }

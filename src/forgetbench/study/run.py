@@ -288,17 +288,11 @@ def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
     return folder if seed is None else folder / f"seed-{seed}"
 
 
-def _method_job(
-    study: Study,
-    config: RunConfig,
-    out: Path,
-    split: str,
-    name: str,
-    seed: int | None = None,
-    logs: Path | None = None,
-) -> Trajectory:
-    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
-    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
+def unlearn_split(
+    study: Study, config: RunConfig, out: Path, split: str, name: str, seed: int | None = None
+) -> tuple[Any, Any]:  # UnlearnResult, LoopConfig
+    """One method's unlearning run on one split (at `seed`, with its `study.method_settings`): a
+    cached stage, shared by the study's trajectory and the meta-evaluation's attacked models."""
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
@@ -306,8 +300,6 @@ def _method_job(
     from forgetbench.train.unlearn import run_unlearning
 
     config = method_config(config, name, seed)
-    logs = logs or method_logs(out, split, name, seed)
-    t = time.perf_counter()
     tofu = tofu_root(study.data)
     loop, options = study.unlearn_defaults(name)
     loop, method = resolve_method(config, name, loop, options)
@@ -319,6 +311,24 @@ def _method_job(
         snapshot_every=config.unlearn.snapshot_every, progress=False,
         trust_remote_code=config.model.trust_remote_code,
     )  # fmt: skip
+    return result, loop
+
+
+def _method_job(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    logs: Path | None = None,
+) -> Trajectory:
+    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
+    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
+    logs = logs or method_logs(out, split, name, seed)
+    t = time.perf_counter()
+    result, loop = unlearn_split(study, config, out, split, name, seed)
+    config = method_config(config, name, seed)
     unlearn_seconds = time.perf_counter() - t
     t = time.perf_counter()
     total_steps = result.snapshots[-1][0]

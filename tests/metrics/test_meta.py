@@ -65,6 +65,10 @@ def test_an_empty_pool_is_refused_by_its_name():
         ("model_utility", "tofu_code", None),
         ("lume/final", "tofu_code", None),
         ("forget/questions", "tofu_code", None),
+        # How many items an MIA scored: a count, the same for every model.
+        ("mia/members", "tofu_code", None),
+        ("lume/mia/nonmembers", "tofu_code", None),
+        ("mia/loss/tpr@1%fpr", "tofu_code", "higher"),
     ],
 )
 def test_each_metric_has_a_declared_direction(key, form, direction):

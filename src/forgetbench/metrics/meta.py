@@ -30,6 +30,8 @@ _HIGHER_KEYS = frozenset(
 # Every MIA AUC: our own (`mia/<attack>`) and the ones LUME computes on its documents
 # (`lume/mia/<attack>`).
 _HIGHER_PREFIXES = ("mia/", "lume/mia/")
+# Beside its AUCs an MIA states how many members and non-members it scored: counts, not metrics.
+_COUNT_SUFFIXES = ("/members", "/nonmembers")
 # The LUME forget-side task means (`lume/<measure>/<task>/forget`): regurgitation and exact-match
 # knowledge both rise with memorisation. LUME's MIA score 1 - 2|AUC - 0.5| is highest at chance,
 # so it falls as the model knows more.
@@ -50,6 +52,8 @@ def knows_direction(key: str, *, truth_ratio_form: str = "tofu_code") -> Directi
     `prob_mean` form c / (c + w) rises with it."""
     if key == "forget/truth_ratio":
         return "higher" if truth_ratio_form == "prob_mean" else "lower"
+    if key.endswith(_COUNT_SUFFIXES):
+        return None  # how many items an MIA scored: the same for every model
     if key in _HIGHER_KEYS or key.startswith(_HIGHER_PREFIXES):
         return "higher"
     if key in _LOWER_KEYS:

@@ -168,7 +168,7 @@ def relearn_loop(study: Study, config: RunConfig, *, epochs: int) -> Any:  # Loo
     )  # fmt: skip
 
 
-def _relearn(
+def relearn_stage(
     model_dir: Path,
     records: Sequence[QARecord],
     study: Study,
@@ -230,7 +230,7 @@ def relearn_curve(
             for round_ in range(1, rounds + 1):
                 if steps_to_reach(curve, target, fraction=options.relearn_target) is not None:
                     break
-                stage = _relearn(
+                stage = relearn_stage(
                     parent, data.train, study, config, Path(scratch), f"relearn-full-{round_}"
                 )
                 steps += len(stage.losses)
@@ -295,7 +295,7 @@ def attack_model(
 
     evaluate("none", model_dir, b)
     if "relearn" in attacks:
-        stage = _relearn(model_dir, data.a_train, study, config, folder, "relearn-a")
+        stage = relearn_stage(model_dir, data.a_train, study, config, folder, "relearn-a")
         outcome.relearn_steps = len(stage.losses)
         evaluate("relearn", stage.model_dir, b)
     if "quantize" in attacks:

@@ -89,10 +89,10 @@ def _scores(model_dir: Path, study: Study, config: RunConfig, split: str, folder
 
 def _relearned(model_dir: Path, study: Study, config: RunConfig, split: str, run_dir: Path) -> Path:
     """One round of the relearning attack's budget on the whole forget split."""
-    from forgetbench.study.attack import _relearn, attack_data
+    from forgetbench.study.attack import attack_data, relearn_stage
 
     records = attack_data(study, config, split).train
-    return _relearn(model_dir, records, study, config, run_dir, "relearn-all").model_dir
+    return relearn_stage(model_dir, records, study, config, run_dir, "relearn-all").model_dir
 
 
 def attacked_job(

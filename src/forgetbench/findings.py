@@ -302,12 +302,26 @@ def _gap_left(row: Row, finetuned: Row, retain: Row, key: str) -> float | None:
 def mia_near_chance(rows: Sequence[Row]) -> Finding:
     rule = (
         f"the LOSS-attack AUC of each method's final model (LUME's documents, lume/mia/loss, "
-        f"else the forget set's mia/loss); near chance when |AUC - 0.5| <= {MIA_BAND:g}; holds "
+        f"else the forget set's mia/loss, skipping one on which the finetuned model itself is "
+        f"near chance: it measures no membership there, as LUME's documents on the miniature, "
+        f"which no model trains on); near chance when |AUC - 0.5| <= {MIA_BAND:g}; holds "
         f"when at least one method is near chance on every split it ran on"
     )
     numbers, near = [], {}
     for split in splits(rows):
-        key = next((k for k in ("lume/mia/loss", "mia/loss") if _has(rows, split, k)), None)
+        finetuned = reference(rows, split)
+        key = None
+        for candidate in ("lume/mia/loss", "mia/loss"):
+            if not _has(rows, split, candidate):
+                continue
+            own = number(finetuned, candidate) if finetuned else None
+            if own is not None and abs(own - 0.5) <= MIA_BAND:
+                numbers.append(
+                    f"{split}: {candidate} skipped, the finetuned model is at {_f(own)} on it"
+                )
+                continue
+            key = candidate
+            break
         if key is None:
             continue
         retain = reference(rows, split, "retain")

@@ -151,6 +151,20 @@ def test_mia_near_chance_names_the_methods_inside_the_band():
     assert mia_near_chance([FINETUNED]).verdict == UNMEASURABLE
 
 
+def test_mia_near_chance_skips_a_measure_the_finetuned_model_is_at_chance_on():
+    # LUME's documents on the miniature: no model trains on them, the finetuned one included
+    # (0.52), so every method is "near chance" there for nothing; the forget set's MIA is read.
+    finetuned = {**FINETUNED, "lume/mia/loss": 0.52, "mia/loss": 1.0}
+    rows = [finetuned, _row("forget10", "npo", 10, 2.0, lume__mia__loss=0.5, mia__loss=0.9)]
+    finding = mia_near_chance(rows)
+    assert finding.verdict == FAILS
+    assert (
+        finding.numbers[0]
+        == "forget10: lume/mia/loss skipped, the finetuned model is at 0.520 on it"
+    )
+    assert finding.numbers[1].startswith("forget10 (mia/loss; ")
+
+
 def test_gradient_ascent_collapse_is_half_the_finetuned_utility_or_less():
     rows = [FINETUNED, *_trajectory("forget10", "grad_ascent", [(0.6, None), (0.4, None)])]
     assert ga_collapses_utility(rows).verdict == HOLDS  # 0.4 = 0.5 x 0.8

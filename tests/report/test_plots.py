@@ -51,3 +51,11 @@ def test_mia_attacks_are_the_auc_keys_only():
          "mia/nonmembers": 20, "mia/loss/tpr@1%fpr": None, "mia/lira/tpr@0.1%fpr": 0.1},
     ]  # fmt: skip
     assert mia_attacks(rows) == ["loss", "lira"]
+
+
+def test_meta_eval_labels_are_spread_one_line_apart_in_the_points_order():
+    # 0.90, 0.91, 0.92 crowd together: each label one gap (0.032) above the one below.
+    assert plots._spread([0.5, 0.9, 0.91, 0.92]) == pytest.approx([0.5, 0.9, 0.932, 0.964])
+    # Running past the top (1.0 + 0.032 > 1.02): the column moves down by the overshoot.
+    assert plots._spread([0.99, 1.0]) == pytest.approx([0.988, 1.02])
+    assert plots._spread([]) == []

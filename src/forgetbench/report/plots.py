@@ -338,11 +338,11 @@ def _style() -> Iterator[None]:
         yield
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def _new_figure(width: float, height: float, *, layout: str | None = "constrained") -> Figure:
     # A bare Figure, never pyplot: no global figure registry, no GUI backend, nothing to close.
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(width, height), layout=layout)
 
 
 def _svg(fig: Figure, name: str) -> str:
@@ -421,6 +421,20 @@ def _figure_legend(fig: Figure, axes: Any) -> None:
 # --- meta-evaluation ---------------------------------------------------------------------------
 
 
+def _spread(
+    ys: Sequence[float], *, gap: float = 0.032, low: float = 0.0, high: float = 1.02
+) -> list[float]:
+    """Label heights for ascending `ys`: each at its point's height or one `gap` above the label
+    below it, the whole column shifted down if it runs past `high` (not below `low`)."""
+    placed: list[float] = []
+    for y in ys:
+        placed.append(max(y, placed[-1] + gap) if placed else max(y, low))
+    overshoot = placed[-1] - high if placed else 0.0
+    if overshoot > 0:
+        placed = [max(low + i * gap, p - overshoot) for i, p in enumerate(placed)]
+    return placed
+
+
 def meta_eval_plot(metrics: Sequence[Any]) -> str:
     """Faithfulness (x) against robustness (y), one point per metric (open-unlearning's Fig. 4),
     once any metric has a robustness; until then one bar of faithfulness per metric, best on top.
@@ -428,14 +442,23 @@ def meta_eval_plot(metrics: Sequence[Any]) -> str:
     rated = [m for m in metrics if m.faithfulness is not None]
     with _style():
         if any(m.robustness is not None for m in rated):
-            fig = _new_figure(6.8, 5.4)
-            ax = fig.add_subplot()
-            for m in rated:
-                if m.robustness is None:
-                    continue
-                ax.plot([m.faithfulness], [m.robustness], "o", color=_PALETTE[0])
-                ax.annotate(_text(m.metric), (m.faithfulness, m.robustness), fontsize=7,
-                            xytext=(3, 3), textcoords="offset points")  # fmt: skip
+            # Laid out by hand: the labels' column sits outside the axes, where a constrained
+            # layout would shrink the plot to make room for every arrow.
+            fig = _new_figure(8.4, 5.4, layout=None)
+            ax = fig.add_axes((0.08, 0.1, 0.6, 0.85))
+            points = sorted(
+                ((m.faithfulness, m.robustness, _text(m.metric)) for m in rated
+                 if m.robustness is not None),
+                key=lambda p: (p[1], p[0]),
+            )  # fmt: skip
+            for x, y, _ in points:
+                ax.plot([x], [y], "o", color=_PALETTE[0])
+            # Faithful metrics crowd the right edge at AUC 1: every label goes to a column right of
+            # the axes, spread to one text line apart in the points' order, with a line to its point.
+            for (x, y, label), at in zip(points, _spread([y for _, y, _ in points]), strict=True):
+                ax.annotate(label, (x, y), xytext=(1.04, at), textcoords=("axes fraction", "data"),
+                            fontsize=7, va="center", annotation_clip=False,
+                            arrowprops={"arrowstyle": "-", "color": "#bbbbbb", "lw": 0.6})  # fmt: skip
             ax.axvline(0.5, color="#bbbbbb", linestyle=":", linewidth=1)
             ax.set_xlim(0, 1.02)
             ax.set_ylim(0, 1.02)

@@ -141,6 +141,8 @@ def robustness_rows(
     """The faithfulness `rows` with each metric's robustness filled in from the `attacked` models'
     scores (before / relearned / quantised) and the `retain` model's (before / relearned); `pools`
     are the faithfulness pools' (pool, scores), which set each metric's "forgot" threshold."""
+    if finetuned_utility is not None and not math.isfinite(finetuned_utility):
+        finetuned_utility = None  # nothing to compare with: no utility filter
     kept = [
         a
         for a in attacked

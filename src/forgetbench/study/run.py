@@ -328,7 +328,6 @@ def _method_job(
     logs = logs or method_logs(out, split, name, seed)
     t = time.perf_counter()
     result, loop = unlearn_split(study, config, out, split, name, seed)
-    config = method_config(config, name, seed)
     unlearn_seconds = time.perf_counter() - t
     t = time.perf_counter()
     total_steps = result.snapshots[-1][0]

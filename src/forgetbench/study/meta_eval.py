@@ -12,7 +12,6 @@ quantisation attacks on unlearned models move it, comes from `forgetbench.study.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from forgetbench.study.meta_robustness import (
     UTILITY_KEPT,
     attacked_job,
     attacked_summary,
+    pool_values,
     robustness_methods,
     robustness_rows,
 )
@@ -109,15 +109,7 @@ def faithfulness_table(
     for key in keys:
         direction = knows_direction(key, truth_ratio_form=truth_ratio_form)
         assert direction is not None
-        values: dict[str, list[float]] = {"positive": [], "negative": []}
-        for pool, scores in scored:
-            value = scores.get(key)
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-            ):
-                values[pool].append(float(value))
+        values = pool_values(scored, key)
         positive, negative = values["positive"], values["negative"]
         if not positive or not negative:
             continue

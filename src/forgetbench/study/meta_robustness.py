@@ -14,7 +14,6 @@ kept most of the finetuned model's utility, as open-unlearning filters them.
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from forgetbench.metrics.meta import (
     relearning_robustness,
     robustness,
 )
+from forgetbench.report.tables import as_number, number
 from forgetbench.study.resolve import Study
 
 # The unlearned models attacked when the config does not name methods (`--methods` or
@@ -123,11 +123,14 @@ def attacked_job(
     }
 
 
-def _number(scores: dict[str, Any], key: str) -> float | None:
-    value = scores.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None
-    return float(value)
+def pool_values(scored: list[tuple[str, dict[str, Any]]], key: str) -> dict[str, list[float]]:
+    """Each pool's finite values of metric `key`, from (pool, scores) per model; a model without
+    one is left out of that metric's pools."""
+    values: dict[str, list[float]] = {"positive": [], "negative": []}
+    for pool, scores in scored:
+        if (value := number(scores, key)) is not None:
+            values[pool].append(value)
+    return values
 
 
 def robustness_rows(
@@ -141,21 +144,22 @@ def robustness_rows(
     """The faithfulness `rows` with each metric's robustness filled in from the `attacked` models'
     scores (before / relearned / quantised) and the `retain` model's (before / relearned); `pools`
     are the faithfulness pools' (pool, scores), which set each metric's "forgot" threshold."""
-    if finetuned_utility is not None and not math.isfinite(finetuned_utility):
-        finetuned_utility = None  # nothing to compare with: no utility filter
+    finetuned_utility = as_number(finetuned_utility)  # not a number: no utility filter
     kept = [
         a
         for a in attacked
         if finetuned_utility is None
-        or (u := _number(a["before"], "model_utility")) is None
+        or (u := number(a["before"], "model_utility")) is None
         or u >= UTILITY_KEPT * finetuned_utility
     ]
-    out = []
-    for row in rows:
-        key, direction = row["metric"], row["direction"]
-        out.append({**row, **_metric_robustness(key, direction, pools, kept, retain)})
-        out[-1]["utility_dropped"] = len(attacked) - len(kept)
-    return out
+    return [
+        {
+            **row,
+            **_metric_robustness(row["metric"], row["direction"], pools, kept, retain),
+            "utility_dropped": len(attacked) - len(kept),
+        }
+        for row in rows
+    ]
 
 
 def _metric_robustness(
@@ -165,25 +169,24 @@ def _metric_robustness(
     attacked: list[dict[str, Any]],
     retain: dict[str, Any],
 ) -> dict[str, Any]:
-    values = {p: [v for q, s in pools if q == p and (v := _number(s, key)) is not None]
-              for p in ("positive", "negative")}  # fmt: skip
+    values = pool_values(pools, key)
     try:
         threshold: float | None = knows_threshold(values["positive"], values["negative"], direction)
     except ValueError:
         threshold = None  # the pools never differ on it: every attacked model counts
-    ret = (_number(retain["before"], key), _number(retain["relearned"], key))
+    ret = (number(retain["before"], key), number(retain["relearned"], key))
     r_values, q_values, used = [], [], []
     for model in attacked:
-        before = _number(model["before"], key)
+        before = number(model["before"], key)
         if before is None or (
             threshold is not None and not reads_forgotten(before, threshold, direction)
         ):
             continue
         used.append(model["method"])
-        relearned = _number(model["relearned"], key)
+        relearned = number(model["relearned"], key)
         if relearned is not None and None not in ret:
             r_values.append(relearning_robustness((before, relearned), ret, direction))  # type: ignore[arg-type]
-        quantised = _number(model.get("quantised", {}), key)
+        quantised = number(model.get("quantised", {}), key)
         if quantised is not None:
             q_values.append(quantisation_robustness(before, quantised, direction))
     result: dict[str, Any] = {
@@ -211,7 +214,7 @@ def attacked_summary(attacked: list[dict[str, Any]], judged: Any) -> list[dict[s
         {
             "method": a["method"],
             "log": a["log"],
-            "model_utility": _number(a["before"], "model_utility"),
+            "model_utility": number(a["before"], "model_utility"),
             **{
                 stage: {k: v for k, v in a[stage].items() if judged(k)}
                 for stage in ("before", "relearned", "quantised")

@@ -30,6 +30,7 @@ from forgetbench.study.meta_robustness import (
     UTILITY_KEPT,
     attacked_job,
     attacked_summary,
+    evaluated_scores,
     pool_values,
     robustness_methods,
     robustness_rows,
@@ -143,13 +144,9 @@ def _evaluate_job(
     model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path
 ) -> tuple[dict[str, Any], float]:
     # Module level: process pools pickle it by name. Only the scores travel back.
-    from forgetbench.study.evaluate import evaluate_cached
-
     started = time.perf_counter()
-    evaluated = evaluate_cached(
-        model_dir, study, split=split, options=config.eval, folder=folder, model=config.model
-    )
-    return evaluated.scores, time.perf_counter() - started
+    scores = evaluated_scores(model_dir, study, config, split, folder)
+    return scores, time.perf_counter() - started
 
 
 def meta_evaluate(

@@ -79,7 +79,11 @@ def quantised_copy(model_dir: Path, scheme: str, *, run_dir: Path, group_size: i
         return folder / "model"
 
 
-def _scores(model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path) -> dict:
+def evaluated_scores(
+    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path
+) -> dict[str, Any]:
+    """Every metric of one model on `split` (the shared cached evaluation): pools and attacked
+    models alike."""
     from forgetbench.study.evaluate import evaluate_cached
 
     return evaluate_cached(
@@ -108,13 +112,13 @@ def attacked_job(
         from forgetbench.study.run import unlearn_split
 
         model_dir = unlearn_split(study, config, out, split, method)[0].snapshots[-1][1]
-    scores = {"before": _scores(model_dir, study, config, split, logs / "before")}
+    scores = {"before": evaluated_scores(model_dir, study, config, split, logs / "before")}
     relearned = _relearned(model_dir, study, config, split, out)
-    scores["relearned"] = _scores(relearned, study, config, split, logs / "relearned")
+    scores["relearned"] = evaluated_scores(relearned, study, config, split, logs / "relearned")
     if method is not None:
         group = config.attack.group_size
         quantised = quantised_copy(model_dir, QUANTISATION, run_dir=out, group_size=group)
-        scores["quantised"] = _scores(quantised, study, config, split, logs / "quantised")
+        scores["quantised"] = evaluated_scores(quantised, study, config, split, logs / "quantised")
     return {
         "method": method or "retain",
         "log": str(logs.relative_to(out)),

@@ -49,6 +49,8 @@ def test_attack_on_the_miniatures_references(tiny_study, tmp_path, capsys):
     assert saved["models"]["finetuned"]["attack/relearn/recovered_rougeL"] is None
     halves = json.loads((out / "attacks" / "forget10" / "retain" / "halves.json").read_text())
     assert len(halves["a"]) == len(halves["b"]) == 10
+    # The attacks score no membership: no shadow models were trained for them.
+    assert not (out / "mia").exists()
 
 
 @pytest.mark.slow

@@ -418,9 +418,11 @@ def run_attacks(
 
     quiet_transformers()
     if data is None:  # the built-in miniature: its finetuned and retain models are the references
+        # No shadow models: the attacks' evaluations are TOFU's forget-set scores, no MIA.
         study, _ = resolve(
-            config, out, model=None, data=None, progress=progress, forget_splits=[split]
-        )
+            config, out, model=None, data=None, progress=progress, forget_splits=[split],
+            with_shadows=False,
+        )  # fmt: skip
         references = {"finetuned": study.finetuned, "retain": study.retain[split]}
     else:
         study, _ = resolve(config, out, model=model, data=data, progress=progress, command="attack")

@@ -296,10 +296,12 @@ def resolve(
     forget_splits: Iterable[str] = (),
     pool: Any = None,
     command: str = "run",
+    with_shadows: bool = True,
 ) -> tuple[Study, dict[str, float]]:
     """The study's models: the miniature's (trained or reused in `out`, with a retain model per
-    forget split in `forget_splits`) or the given model and data. Returns the study and the wall
-    time of each stage this run."""
+    forget split in `forget_splits`, and its shadow models unless `with_shadows` is off: only
+    the shadow attacks of an evaluation read them) or the given model and data. Returns the study
+    and the wall time of each stage this run."""
     from forgetbench.study.unlearn import retain_split_for
 
     if is_miniature(config, model, data):
@@ -313,7 +315,7 @@ def resolve(
         splits = list(forget_splits)
         stages: dict[str, Any] = {"finetune": "full"}
         stages.update({f"retain_{s}": retain_split_for(s) for s in splits})
-        shadows = config.eval.mia_shadows if config.eval.mia else 0
+        shadows = config.eval.mia_shadows if config.eval.mia and with_shadows else 0
         if shadows == 1:
             raise ConfigError(
                 "eval.mia_shadows=1: LiRA and RMIA compare shadow models that trained on a "

@@ -4,6 +4,9 @@ VENV ?= .venv
 # The CPU wheel is pinned here (not in pyproject) so `pip install forgetbench` on a GPU box keeps CUDA torch.
 TORCH_SPEC ?= torch==2.13.0
 SHARED ?= ../shared
+# The suite runs in this many pytest-xdist processes (one torch thread each; whole files stay on one
+# worker so a module's trained fixture is built once). 0 runs it in this process.
+TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.forgetbench-installed
 
@@ -37,7 +40,7 @@ demo: install
 test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.
 	@test -x /usr/bin/chromium || [ "$$(id -u)" != 0 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Only the whole tiny study through `forgetbench run` (every method, every metric, report).
 test-study: install

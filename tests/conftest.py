@@ -12,6 +12,15 @@ REPO = Path(__file__).resolve().parents[1]
 # Hermetic by default: every stage stays in its test's folder, never in the user's shared cache
 # (set before any fixture or worker process starts). tests/test_cache.py turns it on in tmp.
 os.environ["FORGETBENCH_CACHE"] = "off"
+# Under `pytest -n N` (pytest-xdist) each worker is one of N processes on the machine's cores: one
+# thread each, or their thread pools oversubscribe the cores and slow every test several-fold.
+# Study pools started by a test split the cores the same way (forgetbench.study.pool).
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if XDIST_WORKER:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch  # after the variable, so its pool starts with one thread
+
+    torch.set_num_threads(1)
 
 
 def _shared_data() -> Path:
@@ -43,18 +52,50 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathF
 
 
 @pytest.fixture(scope="session")
-def tiny_study(tmp_path_factory: pytest.TempPathFactory):
+def tiny_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's own FORGETBENCH_CACHE, holding the tiny study's models (`tiny_study`); one
+    for all pytest-xdist workers. Never the user's cache."""
+    root = tmp_path_factory.getbasetemp()
+    return (root.parent if XDIST_WORKER else root) / "tiny-cache"
+
+
+@pytest.fixture(scope="session")
+def tiny_study(tmp_path_factory: pytest.TempPathFactory, tiny_cache: Path):
     """The default study's models at tiny scale, trained once per session (about 45 s):
-    (run_dir, data_dir, base, finetuned, retain90) with StageResults for the models."""
+    (run_dir, data_dir, base, finetuned, retain90) with StageResults for the models.
+
+    They are made through `tiny_cache` and the run folder links to them: under pytest-xdist the
+    first worker trains each model while the others wait on the entry's lock (the cache's own
+    mechanism, tested in tests/test_cache.py), and the cache test starts from them. Stages a
+    test adds later stay in its own folder: the cache is off again once the models exist."""
     from forgetbench.benchmarks.mini import generate_mini
     from forgetbench.train.mini import finetune_mini, pretrain_base
 
     run = tmp_path_factory.mktemp("tiny-study")
     data = run / "data"
     generate_mini(data, scale="tiny", seed=0)
-    base = pretrain_base(run, data, scale="tiny", progress=False)
-    finetuned = finetune_mini(run, data, base.model_dir, split="full", scale="tiny", progress=False)
-    retain = finetune_mini(
-        run, data, base.model_dir, split="retain90", scale="tiny", progress=False
-    )
-    return run, data, base, finetuned, retain
+    os.environ["FORGETBENCH_CACHE"] = str(tiny_cache)
+    # Workers take the two finetunings in opposite orders: while one trains the finetuned
+    # model, the next trains the retain model instead of waiting on the first one's lock.
+    splits = ["full", "retain90"]
+    if XDIST_WORKER and int(XDIST_WORKER.removeprefix("gw") or 0) % 2:
+        splits.reverse()
+    try:
+        base = pretrain_base(run, data, scale="tiny", progress=False)
+        models = {
+            split: finetune_mini(
+                run, data, base.model_dir, split=split, scale="tiny", progress=False
+            )
+            for split in splits
+        }
+    finally:
+        os.environ["FORGETBENCH_CACHE"] = "off"
+    return run, data, base, models["full"], models["retain90"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The whole-study files first: the longest ones, they start while the short files remain to
+    # fill the other pytest-xdist worker instead of ending the run alone. Otherwise the
+    # collected order is kept.
+    first = {item.path for item in items if item.get_closest_marker("study")}
+    items.sort(key=lambda item: item.path not in first)

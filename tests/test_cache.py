@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import shutil
 from pathlib import Path
 
 import pytest
@@ -87,9 +88,12 @@ def test_two_runs_filling_one_entry_take_turns(cache, tmp_path):
     assert len(log.read_text().splitlines()) == len(outcomes[0][1])  # one run's steps only
 
 
+# Every kind of stage (data, models, unlearning runs, evaluations), each as few times as shows it:
+# no shadow models (the same `models` stages as the retain model) and only the relearning attack,
+# which trains, on the three attacked models.
 STUDY = ["run", "--scale", "tiny", "--splits", "forget10", "--methods", "grad_ascent",
          "unlearn.epochs=1", "eval.formats=false", "eval.lume=false", "eval.max_new_tokens=16",
-         "--json", "--no-progress"]  # fmt: skip
+         "eval.mia_shadows=0", "study.attacks=[relearn]", "--json", "--no-progress"]  # fmt: skip
 
 
 def _training_logs(root: Path) -> dict[str, int]:
@@ -100,17 +104,27 @@ def _training_logs(root: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_a_second_study_in_a_new_folder_trains_and_evaluates_nothing(cache, tmp_path, capsys):
+def test_a_second_study_in_a_new_folder_trains_and_evaluates_nothing(
+    cache, tmp_path, capsys, tiny_study, tiny_cache
+):
+    # The cache starts with the session's pretrained, finetuned and retain models (entries as
+    # another run left them: the same stages `run --scale tiny` asks for), so only the rest trains.
+    for entry in (tiny_cache / "models").iterdir():
+        if entry.is_dir():
+            shutil.copytree(entry, cache / "models" / entry.name)
+    given = {p: (cache / p).stat().st_mtime_ns for p in _training_logs(cache)}
+    assert len(given) == 3
     assert main([*STUDY, "--out", str(tmp_path / "first")]) == 0
     logs = _training_logs(cache)
-    # Each logged once: pretraining, finetuning, the retain model, 4 shadow models, the
-    # unlearning run, and the relearning attack on the finetuned, retain and unlearned models.
-    assert len(logs) == 11 and all(logs.values())
-    assert sum("/shadow-" in p for p in logs) == 4 and sum("/relearn-a-" in p for p in logs) == 3
+    assert {p: (cache / p).stat().st_mtime_ns for p in given} == given  # reused, not retrained
+    # The rest each logged once: the unlearning run, and the relearning attack on the finetuned,
+    # retain and unlearned models.
+    assert len(logs) == 3 + 4 and all(logs.values())
+    assert sum("/relearn-a-" in p for p in logs) == 3
     summaries = {p: p.stat().st_mtime_ns for p in cache.rglob("summary.json")}
-    # retain, finetuned, base and grad_ascent's final model; the 4 shadows' MIA; 6 B-half
-    # evaluations (unattacked, relearned, int8, int4, NF4, in-context) of each attacked model.
-    assert len(summaries) == 4 + 4 + 3 * 6
+    # retain, finetuned, base and grad_ascent's final model; 2 B-half evaluations (unattacked,
+    # relearned) of each attacked model.
+    assert len(summaries) == 4 + 3 * 2
 
     assert main([*STUDY, "--out", str(tmp_path / "second")]) == 0
     assert _training_logs(cache) == logs  # no training step ran again

@@ -29,6 +29,9 @@ ARGS = [
 ]
 ARGS += ["eval.batch_size=64"]  # fewer generation steps: the tiny model is cheap per row
 ARGS += ["attack.relearn_full_rounds=2"]  # every attack runs; the plain relearning one shorter
+# One pair of shadow models (every candidate IN one, OUT of the other), the fewest LiRA and RMIA
+# take: each tiny shadow is a full retain training (about 28 s of one core).
+ARGS += ["eval.mia_shadows=2"]
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +54,7 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
             assert final[key] is not None, (method, key)
         assert "formats/mcqa/forget" in final and "lume/task_aggregate" in final
         assert "mia/min_k_plus_plus" in final and "exact_memorisation" in final
-        # Row-time attacks (retain model, 4 shadows) and the low-FPR TPRs: holdout10 has 20
+        # Row-time attacks (retain model, 2 shadows) and the low-FPR TPRs: holdout10 has 20
         # questions at tiny scale, too few to resolve 1% FPR.
         assert final["mia/lira"] is not None and final["mia/reference"] is not None
         assert final["mia/nonmembers"] == 20 and final["mia/rmia/tpr@1%fpr"] is None
@@ -82,7 +85,7 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
     assert 'id="robustness-forget10"' in html and '<section id="robustness">' in html
     assert '<section id="mia">' in html
     shadows = sorted((study / "mia" / "forget10").glob("shadow-*.json"))
-    assert [json.loads(f.read_text())["index"] for f in shadows] == [0, 1, 2, 3]
+    assert [json.loads(f.read_text())["index"] for f in shadows] == [0, 1]
     for row in rows:
         assert (study / row["log"] / "summary.json").is_file()
 
@@ -122,13 +125,15 @@ def test_one_process_gives_the_numbers_of_the_worker_pool(study, tmp_path):
 
     for part in ("data", "models"):
         shutil.copytree(study / part, tmp_path / part)
-    argv = ["run", *ARGS, "--methods", "grad_ascent,npo", "study.workers=1", "--no-progress"]
+    # One method beside the references: the pool's numbers, not every method's, are the point.
+    argv = ["run", *ARGS, "--methods", "npo", "study.workers=1", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     pooled = json.loads((study / "results.json").read_text())
     alone = json.loads((tmp_path / "results.json").read_text())
     assert alone["workers"] == 1 and pooled["workers"] > 1
-    expected = [r for r in pooled["rows"] if r["method"] not in method_names() or r["method"] in
-                ("grad_ascent", "npo")]  # fmt: skip
+    expected = [
+        r for r in pooled["rows"] if r["method"] not in method_names() or r["method"] == "npo"
+    ]
     assert [(r["method"], r["step"]) for r in alone["rows"]] == [
         (r["method"], r["step"]) for r in expected
     ]

@@ -22,6 +22,13 @@ if XDIST_WORKER:
 
     torch.set_num_threads(1)
 
+# transformers binds its log handler to whatever sys.stderr is when it first logs: if that is one
+# test's capsys stream, a later warning writes to a closed file and the logging error lands in
+# another test's captured stderr. Bound here, to the session's stream, it is the same every order.
+from transformers.utils import logging as transformers_logging  # noqa: E402
+
+transformers_logging.get_logger("transformers")
+
 
 def _shared_data() -> Path:
     configured = os.environ.get("FORGETBENCH_SHARED_DATA")

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from forgetbench.eval.outputs.prefix_cache import left_pad, shared_prefix_stage, shared_prefixes
-from forgetbench.eval.outputs.statistics import require_pad
+from forgetbench.eval.outputs.statistics import require_pad, with_cache
 
 
 @torch.no_grad()
@@ -70,7 +70,7 @@ def greedy_generate(
         generated = model.generate(
             input_ids=ids,
             attention_mask=mask,
-            past_key_values=cache,
+            **with_cache(model, cache),
             max_new_tokens=max_new_tokens,
             do_sample=False,
             eos_token_id=tokenizer.eos_token_id,

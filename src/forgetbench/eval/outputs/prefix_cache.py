@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from forgetbench.eval.outputs.statistics import accepts_logits_to_keep
+from forgetbench.eval.outputs.statistics import accepts_logits_to_keep, returned_cache
 
 # A prompt prefix shared by several prompts is encoded once when it is at least this long:
 # comprehension formats repeat a passage of ~220 tokens before every question and option set,
@@ -82,7 +82,7 @@ def _encode_heads(model: Any, heads: list[tuple[int, ...]], pad: int) -> tuple[A
         use_cache=True,
         **kwargs,
     )
-    return out.past_key_values, ids, mask
+    return returned_cache(out), ids, mask
 
 
 def shared_prefix_stage(

@@ -13,7 +13,9 @@ from forgetbench.eval.outputs.statistics import (
     AnswerScore,
     accepts_logits_to_keep,
     require_pad,
+    returned_cache,
     token_statistics,
+    with_cache,
 )
 
 
@@ -158,7 +160,7 @@ def _score_chunk(
         input_ids=tail_ids,
         attention_mask=prompt_mask,
         position_ids=positions,
-        past_key_values=cache,
+        **with_cache(model, cache),
         use_cache=True,
         **kwargs,
     )
@@ -167,7 +169,7 @@ def _score_chunk(
     owner = torch.tensor(
         [row for row, g in enumerate(chunk) for _ in answers[g]], dtype=torch.long, device=device
     )
-    cache = out.past_key_values
+    cache = returned_cache(out)
     cache.batch_select_indices(owner)
     candidates = [a for g in chunk for a in answers[g]]
     length = max(len(a) for a in candidates)
@@ -182,7 +184,7 @@ def _score_chunk(
         input_ids=ids,
         attention_mask=torch.cat([prompt_mask[owner], mask.long()], dim=1),
         position_ids=lengths[:, None] + torch.arange(length, device=device)[None, :],
-        past_key_values=cache,
+        **with_cache(model, cache),
         use_cache=True,
     ).logits
     # Token t of a candidate is predicted by the prompt's last position (t = 0) or by candidate

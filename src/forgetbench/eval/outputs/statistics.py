@@ -93,6 +93,20 @@ def accepts_logits_to_keep(model_class: type) -> bool:
     return "logits_to_keep" in inspect.signature(model_class.forward).parameters
 
 
+def with_cache(model: Any, cache: Any) -> dict[str, Any]:
+    """The keyword that hands a KV cache to `model`'s forward (and generate): `cache` from
+    transformers 5.24, `past_key_values` before it (deprecated since, removed in 5.40)."""
+    renamed = "cache" in inspect.signature(type(model).forward).parameters
+    return {"cache" if renamed else "past_key_values": cache}
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a forward returned, under either name (read as a mapping: the old attribute
+    warns on every new transformers call)."""
+    cache = out.get("cache")
+    return cache if cache is not None else out.get("past_key_values")
+
+
 def require_pad(tokenizer: Any) -> None:
     if tokenizer.pad_token_id is None:
         raise ValueError(

@@ -122,14 +122,14 @@ METRICS: dict[str, MetricInfo] = {
         MetricInfo(
             "mia/lira",
             "closer_to_retain",
-            1,
+            2,
             "roc_auc",
             "AUC of online LiRA with fixed variance over the shadow models' mean answer-token log-probs (Carlini et al., 2022).",
         ),
         MetricInfo(
             "mia/rmia",
             "closer_to_retain",
-            1,
+            2,
             "roc_auc",
             "AUC of online RMIA over the shadow models, population = the other candidates, gamma = eval.mia_rmia_gamma (Zarifzadeh et al., 2024).",
         ),

@@ -133,23 +133,24 @@ class Miniature:
         self.timings.update({label: seconds for label, (_, seconds) in trained.items()})
         return {label: stage for label, (stage, _) in trained.items()}
 
-    def shadow_stages(self, split: str, count: int) -> dict[str, tuple[str, dict[str, Any]]]:
-        """The `count` shadow models of forget split `split` as `models` stages: each a retain
-        model (same recipe, `retainNN`) trained also on its seeded half of the candidates, the
-        split's forget and holdout questions (`shadow_memberships`). Empty without a holdout."""
+    def shadow_stages(self, pool: str, count: int) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The `count` shadow models drawn from forget split `pool`'s candidates (its forget and
+        holdout questions) as `models` stages: each a retain model (same recipe, `retainNN` of
+        `pool`) trained also on its seeded half of the candidates (`shadow_memberships`); every
+        split whose `shadow_pool` is `pool` reads them. Empty without a holdout."""
         from forgetbench.study.unlearn import retain_split_for
         from forgetbench.train.mini import shadow_memberships
 
-        candidates = shadow_candidates(self.data / "tofu", split)
+        candidates = shadow_candidates(self.data / "tofu", pool)
         if count == 0 or candidates is None:
             return {}
-        masks = shadow_memberships(len(candidates), count, seed=self.seed, split=split)
+        masks = shadow_memberships(len(candidates), count, seed=self.seed, split=pool)
         return {
-            f"shadow_{split}_{i}": (
-                retain_split_for(split),
+            f"shadow_{pool}_{i}": (
+                retain_split_for(pool),
                 {
                     "extra": tuple(r for r, inside in zip(candidates, mask, strict=True) if inside),
-                    "name": f"shadow-{split}",
+                    "name": f"shadow-{pool}",
                 },
             )
             for i, mask in enumerate(masks)
@@ -229,6 +230,39 @@ def shadow_candidates(tofu: Path, split: str) -> list[Any] | None:
     if not (tofu / f"{holdout}.json").is_file():
         return None
     return [*load_tofu(tofu, split), *load_tofu(tofu, holdout)]
+
+
+def shadow_pool(tofu: Path, split: str) -> str:
+    """The forget split whose shadow models serve `split`: the one with the most candidates among
+    those whose candidates include all of `split`'s and whose retain set is inside `split`'s
+    (ties: the later split). TOFU's splits nest (forget01 in forget05 in forget10, holdouts
+    likewise, retain90 in retain95 in retain99), so one set of shadows trained on retain90 plus
+    halves of forget10 and holdout10 serves all three: in Carlini et al. (2022)'s setting a
+    shadow is a model trained on a random half of a pool that holds the target's candidates, and
+    the pool here is the largest split's. The choice depends on the data only, not on which
+    splits a study runs, so a split's LiRA and RMIA are the same in any study."""
+    from forgetbench.config import FORGET_SPLITS
+    from forgetbench.data.tofu import load_tofu
+    from forgetbench.study.unlearn import retain_split_for
+
+    def questions(name: str) -> set[str]:
+        return {r.question for r in load_tofu(tofu, name)}
+
+    wanted = shadow_candidates(tofu, split)
+    if wanted is None:
+        return split
+    wanted_questions = {r.question for r in wanted}
+    retain = questions(retain_split_for(split))
+    eligible = [(len(wanted), FORGET_SPLITS.index(split), split)]
+    for other in FORGET_SPLITS:
+        pool = shadow_candidates(tofu, other) if other != split else None
+        if pool is None or not (tofu / f"{retain_split_for(other)}.json").is_file():
+            continue
+        if wanted_questions <= {r.question for r in pool} and (
+            questions(retain_split_for(other)) <= retain
+        ):
+            eligible.append((len(pool), FORGET_SPLITS.index(other), other))
+    return max(eligible)[2]
 
 
 def write_shadow(path: Path, model_dir: Path, members: Iterable[str], **info: Any) -> Path:
@@ -322,25 +356,31 @@ def resolve(
                 "candidate with ones that did not",
                 "set eval.mia_shadows to 0 (no shadow attacks) or at least 2",
             )
-        shadow_stages = {s: mini.shadow_stages(s, shadows) for s in splits}
-        for per_split in shadow_stages.values():
-            stages.update(per_split)
+        tofu = mini.data / "tofu"
+        pools = {s: shadow_pool(tofu, s) for s in splits} if shadows else {}
+        shadow_stages = {p: mini.shadow_stages(p, shadows) for p in set(pools.values())}
+        for per_pool in shadow_stages.values():
+            stages.update(per_pool)
         trained = mini.models(stages, pool or InlinePool())
-        shadow_files = {
-            split: [
+        shadow_files = {}
+        for split, shadow_from in pools.items():
+            if not shadow_stages[shadow_from]:
+                continue
+            # A shadow's members, as the split sees them: its half of the pool, on the split's
+            # candidates (the pairs stay complementary on any subset).
+            candidates = {r.question for r in shadow_candidates(tofu, split) or ()}
+            shadow_files[split] = [
                 write_shadow(
                     out / "mia" / split / f"shadow-{i}.json",
                     trained[label].model_dir,
-                    (r.question for r in options["extra"]),
+                    (r.question for r in options["extra"] if r.question in candidates),
                     split=split,
+                    pool=shadow_from,
                     index=i,
                     seed=config.seed,
                 )  # fmt: skip
-                for i, (label, (_, options)) in enumerate(per_split.items())
+                for i, (label, (_, options)) in enumerate(shadow_stages[shadow_from].items())
             ]
-            for split, per_split in shadow_stages.items()
-            if per_split
-        }
         study = mini.study(
             trained["finetune"].model_dir,
             {split: trained[f"retain_{split}"].model_dir for split in splits},

@@ -11,6 +11,8 @@ TIMINGS = {
     "data": 0.5, "pretrain": 20.0, "finetune": 30.0, "retain_forget10": 25.0,
     "eval_forget10_retain": 5.0, "eval_forget10_finetuned": 5.0, "unlearn_forget10_npo": 5.0,
     "eval_forget10_npo": 10.0, "scoring_seconds": 8.0, "generation_seconds": 10.0, "total": 70.0,
+    "shadow_forget10_0": 12.0, "shadow_forget10_1": 13.0, "eval_forget10_shadow-0": 1.0,
+    "eval_forget10_shadow-1": 1.0, "attack_forget10_npo": 4.0, "attack_forget10_retain": 3.0,
 }  # fmt: skip
 
 
@@ -38,11 +40,18 @@ def test_bench_study_reports_stages_jobs_and_shares(fake_study, tmp_path, capsys
     assert fake_study == {"cache": "off", "splits": ["forget10"]}
     assert str(tmp_path / "cache") == __import__("os").environ["FORGETBENCH_CACHE"]
     assert [r["stage"] for r in report["stages"]] == [
-        "data", "pretrain", "finetune", "retain_forget10"
+        "data", "pretrain", "finetune", "retain_forget10", "shadow_forget10_0", "shadow_forget10_1"
     ]  # fmt: skip
-    assert len(report["jobs"]) == 4 and report["wall_seconds"] == 70.0
-    # work = training (20 + 30 + 25 + 5) + evaluation (5 + 5 + 10) = 100 process-seconds
-    assert report["shares"] == {"training": 0.8, "scoring": 0.08, "generation": 0.1, "other": 0.02}
+    assert len(report["jobs"]) == 8 and report["wall_seconds"] == 70.0
+    # work = training (20 + 30 + 25 + 12 + 13 + 5) + evaluation (5 + 5 + 10 + 1 + 1)
+    # + attacks (4 + 3) = 105 + 22 + 7 = 134 process-seconds; other = 22 - 8 - 10
+    assert report["process_seconds"] == {
+        "training": 105.0, "evaluation": 22.0, "scoring": 8.0, "generation": 10.0, "attacks": 7.0
+    }  # fmt: skip
+    assert report["shares"] == {
+        "training": round(105 / 134, 3), "scoring": round(8 / 134, 3),
+        "generation": round(10 / 134, 3), "attacks": round(7 / 134, 3), "other": round(4 / 134, 3),
+    }  # fmt: skip
 
 
 def test_bench_study_needs_an_empty_folder(fake_study, tmp_path, capsys):

@@ -87,8 +87,7 @@ def _peak_rss_mib() -> float:
 
 def bench_study(out: Path, config: Any, *, progress: bool = True) -> dict[str, Any]:
     """`forgetbench run` in an empty `out` with the shared cache off, so every stage runs: wall
-    time per stage and per job, and how the work (process-seconds, summed over workers) splits
-    into training, scoring and generation."""
+    time per stage and per job, and how the work splits (`study_profile`)."""
     import os
 
     from forgetbench.cache import CACHE_ENV
@@ -108,28 +107,48 @@ def bench_study(out: Path, config: Any, *, progress: bool = True) -> dict[str, A
             os.environ.pop(CACHE_ENV, None)
         else:
             os.environ[CACHE_ENV] = previous
-    timings = results["timings"]
-    training_stages = ("pretrain", "finetune")
-    stages = [
-        {"stage": name, "seconds": seconds}
-        for name, seconds in timings.items()
-        if name in ("data", *training_stages) or name.startswith("retain_")
-    ]
-    jobs = [
-        {"stage": name, "seconds": seconds}
-        for name, seconds in timings.items()
-        if name.startswith(("unlearn_", "eval_"))
-    ]
-    training = sum(row["seconds"] for row in stages if row["stage"] != "data")
-    training += sum(row["seconds"] for row in jobs if row["stage"].startswith("unlearn_"))
-    evaluation = sum(row["seconds"] for row in jobs if row["stage"].startswith("eval_"))
-    scoring, generation = timings["scoring_seconds"], timings["generation_seconds"]
-    work = training + evaluation
     return {
         "scale": config.scale,
         "splits": config.study.splits,
         "methods": config.study.methods,
         "workers": results["workers"],
+        **study_profile(results["timings"]),
+        "peak_rss_mib_main_process": _peak_rss_mib(),  # workers are other processes
+    }
+
+
+# Stages the main process waits for before any job: the miniature's models (shadow models are
+# retain models with half of a candidate pool added).
+_MODEL_STAGES = ("data", "pretrain", "finetune")
+_MODEL_PREFIXES = ("retain_", "shadow_")
+
+
+def study_profile(timings: dict[str, float]) -> dict[str, Any]:
+    """A study's `timings` (results.json) as wall time, its stages and jobs, and how the work
+    (process-seconds summed over the workers) splits into training (every model stage and
+    unlearning run), scoring and generation (the backend's meters inside the evaluations),
+    attacks (relearning, quantisation and in-context attacks with their evaluations, not split
+    further) and other (evaluation time outside the backend: loading, tokenising, metrics)."""
+    stages = [
+        {"stage": name, "seconds": seconds}
+        for name, seconds in timings.items()
+        if name in _MODEL_STAGES or name.startswith(_MODEL_PREFIXES)
+    ]
+    jobs = [
+        {"stage": name, "seconds": seconds}
+        for name, seconds in timings.items()
+        if name.startswith(("unlearn_", "eval_", "attack_"))
+    ]
+
+    def total(prefix: str) -> float:
+        return sum(row["seconds"] for row in jobs if row["stage"].startswith(prefix))
+
+    training = sum(row["seconds"] for row in stages if row["stage"] != "data")
+    training += total("unlearn_")
+    evaluation, attacks = total("eval_"), total("attack_")
+    scoring, generation = timings["scoring_seconds"], timings["generation_seconds"]
+    work = training + evaluation + attacks
+    return {
         "wall_seconds": timings["total"],
         "stages": stages,
         "jobs": jobs,
@@ -138,13 +157,13 @@ def bench_study(out: Path, config: Any, *, progress: bool = True) -> dict[str, A
             "evaluation": round(evaluation, 1),
             "scoring": round(scoring, 1),
             "generation": round(generation, 1),
+            "attacks": round(attacks, 1),
         },
-        # Evaluation time outside the backend (loading models, tokenising, metrics) is "other".
         "shares": {
             "training": round(training / work, 3),
             "scoring": round(scoring / work, 3),
             "generation": round(generation / work, 3),
-            "other": round(1 - (training + scoring + generation) / work, 3),
+            "attacks": round(attacks / work, 3),
+            "other": round((evaluation - scoring - generation) / work, 3),
         },
-        "peak_rss_mib_main_process": _peak_rss_mib(),  # workers are other processes
     }

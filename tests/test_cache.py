@@ -90,8 +90,9 @@ def test_two_runs_filling_one_entry_take_turns(cache, tmp_path):
 
 # Every kind of stage (data, models, unlearning runs, evaluations), each as few times as shows it:
 # no shadow models (the same `models` stages as the retain model) and only the relearning attack,
-# which trains, on the three attacked models.
-STUDY = ["run", "--scale", "tiny", "--splits", "forget10", "--methods", "grad_ascent",
+# which trains, on the three attacked models. At tiny scale forget01 holds forget10's questions,
+# so asking for both computes forget10 once.
+STUDY = ["run", "--scale", "tiny", "--splits", "forget01,forget10", "--methods", "grad_ascent",
          "unlearn.epochs=1", "eval.formats=false", "eval.lume=false", "eval.max_new_tokens=16",
          "eval.mia_shadows=0", "study.attacks=[relearn]", "--json", "--no-progress"]  # fmt: skip
 
@@ -132,8 +133,19 @@ def test_a_second_study_in_a_new_folder_trains_and_evaluates_nothing(
     second = tmp_path / "second"
     for part in ("data", *(second / "models").iterdir(), *(second / "unlearn").iterdir()):
         assert (second / part).is_symlink(), part  # links into the cache, not copies
-    first_rows = json.loads((tmp_path / "first" / "results.json").read_text())["rows"]
-    assert json.loads((second / "results.json").read_text())["rows"] == first_rows
+    first = json.loads((tmp_path / "first" / "results.json").read_text())
+    assert json.loads((second / "results.json").read_text())["rows"] == first["rows"]
+    # The two splits' rows are one computation's (the counts above: one unlearning run, one
+    # evaluation per model), reported under each name, forget01's first as asked.
+    assert first["same_data"] == {"forget01": "forget10"}
+    assert first["config"]["study"]["splits"] == ["forget01", "forget10"]
+    by_split = {
+        split: [{**r, "split": None} for r in first["rows"] if r["split"] == split]
+        for split in ("forget01", "forget10")
+    }
+    assert by_split["forget01"] == by_split["forget10"] and len(by_split["forget10"]) == 4
+    assert first["rows"][0]["split"] == "forget01"
+    assert not (tmp_path / "first" / "logs" / "forget01").exists()
 
     capsys.readouterr()
     assert main(["cache", "list", "--json"]) == 0

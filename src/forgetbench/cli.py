@@ -778,6 +778,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     report = build_report(out)
     if not args.json:
         print_leaderboard(leaderboard(results["rows"]))
+        for split, computed in results.get("same_data", {}).items():
+            print(
+                f"{split} holds the same questions as {computed} at this scale: computed once, "
+                "reported under both names"
+            )
         print(f"results: {out / 'results.json'}, {out / 'results.csv'}")
         print(f"report:  {report}")
     for note in lume_mmlu_notes(results["rows"]):

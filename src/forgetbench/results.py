@@ -142,6 +142,8 @@ class Results(BaseModel):
     timings: dict[str, NumberOrNull] = {}  # seconds per stage, and the run's wall time `total`
     rows: list[Row] = Field(min_length=1)
     examples: list[Example] = []
+    # Split -> the split with the same data whose computation its rows report (the tiny scale).
+    same_data: dict[str, str] = {}
 
     def dump(self) -> dict[str, Any]:
         """The JSON object to write: only the keys that were given, in their order."""

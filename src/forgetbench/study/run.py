@@ -364,15 +364,30 @@ def run_study(
         )
     workers = study_workers(config, model)
     pool = make_pool(workers)
+    reported = config
     try:
+        same: dict[str, str] = {}
+        data_timing: dict[str, float] = {}
+        if is_miniature(config, model, data):
+            from forgetbench.study.resolve import miniature, same_data_splits
+
+            mini = miniature(config, out, progress=progress)
+            same = same_data_splits(mini.data / "tofu", config.study.splits)
+            data_timing = mini.timings  # generating the data, which resolve then reuses
+            computed = [s for s in config.study.splits if s not in same]
+            config = config.model_copy(
+                update={"study": config.study.model_copy(update={"splits": computed})}
+            )
         study, timings = resolve(
             config, out, model=model, data=data, progress=progress,
             forget_splits=config.study.splits, pool=pool,
         )  # fmt: skip
+        timings.update(data_timing)
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress
         )
+        rows, examples = _reported_under(reported.study.splits, same, rows, examples)
         if config.study.meta_eval:
             from forgetbench.study.meta_eval import meta_evaluate
 
@@ -399,15 +414,36 @@ def run_study(
         "scale": config.scale if model is None else None,
         "model": str(model or study.finetuned),
         "workers": workers,
-        "config": config.model_dump(),
+        "config": reported.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "rows": rows,
         "examples": examples,
+        **({"same_data": same} if same else {}),
         **extra,
     }
     write_results(out, results)
     return results
+
+
+def _reported_under(
+    splits: list[str],
+    same: dict[str, str],
+    rows: list[dict[str, Any]],
+    examples: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows and examples in the study's split order, each split in `same` given its computed
+    split's under its own name (the log folders stay the computed split's)."""
+
+    def under(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {**item, "split": split}
+            for split in splits
+            for item in items
+            if item["split"] == same.get(split, split)
+        ]
+
+    return under(rows), under(examples)
 
 
 Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args

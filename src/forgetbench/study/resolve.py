@@ -366,11 +366,13 @@ def resolve(
     pool: Any = None,
     command: str = "run",
     with_shadows: bool = True,
+    mini: Miniature | None = None,
 ) -> tuple[Study, dict[str, float]]:
     """The study's models: the miniature's (trained or reused in `out`, with a retain model per
     forget split in `forget_splits`, and its shadow models unless `with_shadows` is off: only
     the shadow attacks of an evaluation read them) or the given model and data. Returns the study
-    and the wall time of each stage this run."""
+    and the wall time of each stage this run. `mini`: the caller's `miniature(config, out)`, when
+    it already read the miniature's data (its stages' times are then this run's too)."""
     from forgetbench.study.unlearn import retain_split_for
 
     if is_miniature(config, model, data):
@@ -380,7 +382,7 @@ def resolve(
                 "the built-in miniature trains its own",
                 "drop study.mia_shadow_models, and set eval.mia_shadows to choose how many",
             )
-        mini = miniature(config, out, progress=progress)
+        mini = mini or miniature(config, out, progress=progress)
         splits = list(forget_splits)
         stages: dict[str, Any] = {"finetune": "full"}
         stages.update({f"retain_{s}": retain_split_for(s) for s in splits})

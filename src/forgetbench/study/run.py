@@ -367,22 +367,20 @@ def run_study(
     reported = config
     try:
         same: dict[str, str] = {}
-        data_timing: dict[str, float] = {}
+        mini = None
         if is_miniature(config, model, data):
             from forgetbench.study.resolve import miniature, same_data_splits
 
             mini = miniature(config, out, progress=progress)
             same = same_data_splits(mini.data / "tofu", config.study.splits)
-            data_timing = mini.timings  # generating the data, which resolve then reuses
             computed = [s for s in config.study.splits if s not in same]
             config = config.model_copy(
                 update={"study": config.study.model_copy(update={"splits": computed})}
             )
         study, timings = resolve(
             config, out, model=model, data=data, progress=progress,
-            forget_splits=config.study.splits, pool=pool,
+            forget_splits=config.study.splits, pool=pool, mini=mini,
         )  # fmt: skip
-        timings.update(data_timing)
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress

@@ -58,6 +58,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,7 @@ def run_ou(args: argparse.Namespace, model: Path, out: Path, retain_log: Path | 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_DATASETS_CACHE": str(work / "hf-datasets"), "OMP_NUM_THREADS": str(args.threads)}  # fmt: skip
     print("open-unlearning:", " ".join(cmd), flush=True)
-    subprocess.run(cmd, cwd=work, env=env, check=True)
+    timed(out.name, lambda: subprocess.run(cmd, cwd=work, env=env, check=True))
     return out / "TOFU_EVAL.json"
 
 
@@ -178,7 +179,18 @@ def run_forgetbench(args: argparse.Namespace, model: Path, out: Path, retain: Pa
         cmd += ["--retain-log", str(retain)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
     print("forgetbench:", " ".join(cmd), flush=True)
-    subprocess.run(cmd, env=env, check=True)
+    timed(out.name, lambda: subprocess.run(cmd, env=env, check=True))
+
+
+# Wall seconds of each tool's evaluation subprocess, end to end (interpreter start, imports, model
+# and data loading, every metric, writing its logs): what a user waits for with either tool.
+WALL: dict[str, float] = {}
+
+
+def timed(label: str, run: Any) -> None:
+    started = time.perf_counter()
+    run()
+    WALL[label] = round(time.perf_counter() - started, 2)
 
 
 class Report:
@@ -330,7 +342,16 @@ def main() -> int:
         print(f"\n== retain model {args.retain_model}")
         status = compare(fb_retain, ou_retain, args.tol)
     print(f"\n== model {args.model}")
-    return max(status, compare(fb_dir, ou_log, args.tol))
+    status = max(status, compare(fb_dir, ou_log, args.tol))
+    if WALL:
+        print(
+            "\n== wall seconds, end to end (same model, data, batch 32, OMP_NUM_THREADS="
+            f"{args.threads})"
+        )
+        for label, seconds in WALL.items():
+            print(f"  {label:<40} {seconds:8.2f}")
+        (args.out / "wall_seconds.json").write_text(json.dumps(WALL, indent=2) + "\n")
+    return status
 
 
 if __name__ == "__main__":

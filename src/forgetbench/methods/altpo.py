@@ -45,8 +45,8 @@ from forgetbench.methods.base import (
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    plus_retain_nll,
     require_inputs,
-    retain_regulariser,
 )
 from forgetbench.methods.dpo import dpo_loss
 
@@ -97,8 +97,4 @@ class AltPO:
             "alternate_nll": mean_nll(inputs.alternate_logps, inputs.alternate_mask).mean().item(),
         }
         total = self.forget_weight * preference
-        if self.retain_weight > 0:
-            retain, part = retain_regulariser(inputs, loss="nll")
-            parts[part] = retain.item()
-            total = total + self.retain_weight * retain
-        return total, parts
+        return plus_retain_nll(total, parts, inputs, weight=self.retain_weight), parts

@@ -300,6 +300,19 @@ def retain_regulariser(
     return mean_nll(inputs.retain_logps, inputs.retain_mask).mean(), "retain_nll"
 
 
+def plus_retain_nll(
+    total: Tensor, parts: dict[str, float], inputs: UnlearnInputs, *, weight: float
+) -> Tensor:
+    """`total` + `weight` x the retain answers' mean NLL, logged into `parts` as `retain_nll`:
+    the optional retain term of the methods whose papers have none or make it a knob (`weight`
+    0 leaves `total` as it is, and the method then needs no retain batch)."""
+    if weight <= 0:
+        return total
+    retain, part = retain_regulariser(inputs, loss="nll")
+    parts[part] = retain.item()
+    return total + weight * retain
+
+
 def require_inputs(method: str, inputs: UnlearnInputs, fields: Iterable[str]) -> None:
     """Raise ValueError naming the first required field the engine left empty."""
     for field in sorted(fields):

@@ -39,8 +39,8 @@ from forgetbench.methods.base import (
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    plus_retain_nll,
     require_inputs,
-    retain_regulariser,
 )
 
 
@@ -103,8 +103,4 @@ class CEU:
             "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
         }
         total = self.forget_weight * forget_term
-        if self.retain_weight > 0:
-            retain, part = retain_regulariser(inputs, loss="nll")
-            parts[part] = retain.item()
-            total = total + self.retain_weight * retain
-        return total, parts
+        return plus_retain_nll(total, parts, inputs, weight=self.retain_weight), parts

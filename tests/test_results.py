@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from forgetbench.errors import DataError
 from forgetbench.results import Results, load_results
 from forgetbench.study.run import write_results
+from golden_results import golden_files
 
-GOLDEN = Path(__file__).parent / "golden" / "tiny_study_results.json"
 # A row as the study writes it: fixed fields, metric columns of every kind, the log folder last.
 ROW = {
     "split": "forget10",
@@ -38,10 +38,11 @@ def _folder(tmp_path: Path, results: object) -> Path:
     return tmp_path
 
 
-def test_the_golden_results_round_trip_unchanged():
+@pytest.mark.parametrize("golden", golden_files(), ids=lambda p: p.name)
+def test_the_golden_results_round_trip_unchanged(golden):
     # The golden copy keys rows and examples by what they are (tests/golden_results.py); a
     # results.json lists them.
-    results = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    results = json.loads(golden.read_text(encoding="utf-8"))
     results["rows"] = list(results["rows"].values())
     results["examples"] = list(results["examples"].values())
     dumped = Results.model_validate(results).dump()

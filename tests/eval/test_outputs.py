@@ -74,3 +74,53 @@ def test_generation_stops_at_a_stop_string_and_cuts_it(memorised):
         model, tokenizer, [template.prompt(question)], max_new_tokens=40, stop_strings=[stop]
     )[0]
     assert cut == full[: full.index(stop)] and len(cut) < len(full)
+
+
+def test_a_batch_wider_than_the_context_whose_rows_fit_generates_without_a_warning(memorised):
+    # Two shared passages in one batch: one long with short questions, one short with long
+    # questions. The tensor is the longest prefix plus the longest rest, wider than any row, so
+    # transformers' length check (on the tensor's width) would warn although every row's positions,
+    # read from the mask, stay inside the model's context.
+    import logging
+
+    from transformers.utils import logging as transformers_logging
+
+    model, tokenizer = memorised
+    template = PromptTemplate("question_answer")
+    qa = toy_qa()
+    long_passage = " ".join(a for _, a in qa[:6])
+    short_passage = " ".join(a for _, a in qa[6:9])
+    prompts = [template.prompt(f"{long_passage}\n\n{q}") for q, _ in qa[9:12]]
+    prompts += [
+        template.prompt(f"{short_passage}\n\n{' '.join(a for _, a in qa[k : k + 3])} {qa[k][0]}")
+        for k in (9, 11, 13)
+    ]
+    encoded = [tokenizer(p)["input_ids"] for p in prompts]
+    shared, cluster = shared_prefixes(encoded)
+    assert all(shared) and len(set(cluster)) == 2
+    heads = max(shared)
+    tails = max(len(e) - s for e, s in zip(encoded, shared, strict=True))
+    longest = max(len(e) for e in encoded)
+    new_tokens = 4
+    assert heads + tails > longest + new_tokens  # the batch is wider than any row needs
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    log = transformers_logging.get_logger("transformers.generation.stopping_criteria")
+    log.addHandler(handler)
+    transformers_logging.warning_once.cache_clear()  # an earlier test may have warned already
+    context = model.config.max_position_embeddings
+    model.config.max_position_embeddings = longest + new_tokens  # every row fits, the batch not
+    try:
+        batched = greedy_generate(
+            model, tokenizer, prompts, max_new_tokens=new_tokens, batch_size=len(prompts)
+        )
+        singles = [
+            greedy_generate(model, tokenizer, [p], max_new_tokens=new_tokens)[0] for p in prompts
+        ]
+    finally:
+        model.config.max_position_embeddings = context
+        log.removeHandler(handler)
+    assert batched == singles
+    assert not [r for r in records if "maximum length" in r.getMessage()]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -67,16 +69,17 @@ def greedy_generate(
         ids = torch.cat([head_ids, tail_ids], dim=1)
         mask = torch.cat([head_mask, tail_mask], dim=1)
         width = ids.shape[1]
-        generated = model.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            **with_cache(model, cache),
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=pad,
-            **(stops if stops["stop_strings"] else {}),
-        )
+        with _width_warning_off(fits=bool(limit)):
+            generated = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                **with_cache(model, cache),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=pad,
+                **(stops if stops["stop_strings"] else {}),
+            )
         for i, row in zip(chunk, generated[:, width:], strict=True):
             text = tokenizer.decode(row, skip_special_tokens=True)
             for s in stop_strings:
@@ -84,3 +87,23 @@ def greedy_generate(
                     text = text[: text.index(s)]
             outputs[i] = text
     return outputs
+
+
+@contextmanager
+def _width_warning_off(*, fits: bool) -> Iterator[None]:
+    """transformers warns that generation "exceeded the model's predefined maximum length" when the
+    batch tensor is wider than the context. A batch continuing shared prefixes is the longest prefix
+    plus the longest rest, wider than any of its rows, while each row's positions are read from the
+    mask. When every prompt was cut to the context minus the new tokens (`fits`), no row can pass
+    the context, so that warning is noise on stderr. It is the only message that module logs;
+    transformers' other warnings still show."""
+    if not fits:
+        yield
+        return
+    log = logging.getLogger("transformers.generation.stopping_criteria")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

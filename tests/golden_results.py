@@ -20,16 +20,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+# One file per build; the first, tiny_study_results.json, recorded only torch and the machine type.
 GOLDEN_DIR = Path(__file__).parent / "golden"
-# The first golden file, whose build recorded only torch and the machine type.
-GOLDEN = GOLDEN_DIR / "tiny_study_results.json"
 TOLERANCE = 1e-6
 # Run-specific, not results: when and where it ran, how long it took.
 VOLATILE = ("created", "git_sha", "timings", "model", "workers", "forgetbench_version")
 
 
 def frozen(results: dict[str, Any]) -> dict[str, Any]:
-
     kept = {k: v for k, v in results.items() if k not in VOLATILE}
     kept["config"] = {k: v for k, v in results["config"].items() if k != "out"}
     # Numbers, not layout: rows and examples keyed by what they are, whatever order they come in
@@ -73,15 +71,18 @@ def golden_files() -> list[Path]:
     return sorted(GOLDEN_DIR.glob("tiny_study_results*.json"))
 
 
-def golden_for(current: dict[str, str]) -> Path | None:
-    """The golden file of the most specific build `current` matches (every field that file's
-    build records is equal), None when none does."""
+def golden_for(current: dict[str, str]) -> tuple[Path, dict[str, Any]] | None:
+    """(file, contents) of the golden file of the most specific build `current` matches (every
+    field that file's build records is equal), None when none does."""
     matching = []
     for path in golden_files():
-        recorded = json.loads(path.read_text())["build"]
-        if all(current.get(key) == value for key, value in recorded.items()):
-            matching.append((len(recorded), path))
-    return max(matching)[1] if matching else None
+        golden = json.loads(path.read_text())
+        if all(current.get(key) == value for key, value in golden["build"].items()):
+            matching.append((len(golden["build"]), path.name, path, golden))
+    if not matching:
+        return None
+    *_, path, golden = max(matching)
+    return path, golden
 
 
 def golden_name(current: dict[str, str]) -> str:
@@ -117,11 +118,11 @@ def check_against_golden(results: dict[str, Any]) -> tuple[bool, list[str]]:
         GOLDEN_DIR.mkdir(exist_ok=True)
         path = GOLDEN_DIR / f"{golden_name(current['build'])}.json"
         path.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
-    path = golden_for(current["build"])
-    if path is None:
-        builds = [json.loads(p.read_text())["build"] for p in golden_files()]
-        return False, [f"golden files are for {builds}, this is {current['build']}"]
-    golden = json.loads(path.read_text())
+    found = golden_for(current["build"])
+    if found is None:
+        names = [p.name for p in golden_files()]
+        return False, [f"no golden file among {names} is for this build, {current['build']}"]
+    path, golden = found
     # The build fields the file does not record are not compared.
     current["build"] = {k: v for k, v in current["build"].items() if k in golden["build"]}
     return True, [f"({path.name}) {d}" for d in differences(current, golden)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from forgetbench.cache import cache_root, clear, entries, shared_entry
+from forgetbench.cache import cache_root, clear, entries, shared_entry, survey
 from forgetbench.cli import main
 
 
@@ -153,4 +153,156 @@ def test_a_second_study_in_a_new_folder_trains_and_evaluates_nothing(
     assert {e["kind"] for e in listed["entries"]} == {"data", "models", "unlearn", "evaluations"}
     assert listed["bytes"] > 0
     assert main(["cache", "clear", "--json"]) == 0
-    assert entries(cache) == [] and clear(cache) == (0, 0, [])
+    assert entries(cache) == [] and clear(cache) == ([], 0, [])
+
+
+# --- The cache deletes only what it can prove it made ------------------------------------------
+
+
+def _checksums(root: Path) -> dict[str, str]:
+    """Every path under `root` (symlinks as their targets' text, never followed) with its content's
+    hash: what 'nothing changed' means."""
+    import hashlib
+    import os
+
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder, name)
+            key = str(path.relative_to(root))
+            if path.is_symlink():
+                found[key] = "-> " + os.readlink(path)
+            elif path.is_file():
+                found[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                found[key] = "dir"
+    return found
+
+
+def _home_like(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder a user might point FORGETBENCH_CACHE at by mistake, and a folder outside it that
+    symlinks inside lead to."""
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    (home / "Documents" / "proj").mkdir(parents=True)
+    (home / "Documents" / "proj" / "a.txt").write_text("thesis")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id").write_text("secret key")
+    (outside / "keep" / "deep").mkdir(parents=True)
+    (outside / "keep" / "deep" / "b.txt").write_text("not the cache's")
+    return home, outside
+
+
+def _cli_error(capsys, argv) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def test_clear_refuses_a_home_folder_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    home, outside = _home_like(tmp_path)
+    (home / "models").symlink_to(outside, target_is_directory=True)
+    monkeypatch.setenv("FORGETBENCH_CACHE", str(home))
+    before, outside_before = _checksums(home), _checksums(outside)
+    code, err = _cli_error(capsys, ["cache", "clear"])
+    assert code != 0
+    assert "did not make" in err and "Documents" in err and "nothing was removed" in err
+    assert _checksums(home) == before and _checksums(outside) == outside_before
+    assert not (home / "CACHEDIR.TAG").exists()  # never tags a folder the user already had
+
+
+def test_clear_removes_marked_entries_only_and_never_follows_a_symlink_out(
+    cache, tmp_path, monkeypatch, capsys
+):
+    _, outside = _home_like(tmp_path)
+    outside_before = _checksums(outside)
+    out = tmp_path / "run"
+    with shared_entry(out / "models" / "m-1", kind="models", name="m-1") as folder:
+        (folder / "weights").write_text("w")
+        # A stage folder may hold links (to its parent model, say): removing the entry removes
+        # the link, not what it points at.
+        (folder / "parent").symlink_to(outside / "keep", target_is_directory=True)
+    with shared_entry(out / "evaluations" / "e-1", kind="evaluations", name="e-1") as folder:
+        (folder / "summary.json").write_text("{}")
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f")
+    assert [(e["kind"], e["name"]) for e in entries(cache)] == [
+        ("evaluations", "e-1"),
+        ("models", "m-1"),
+    ]
+
+    # Anything unmarked stops the whole clear, named, before a single entry goes.
+    (cache / "unlearn").symlink_to(outside, target_is_directory=True)
+    (cache / "models" / "hand-made").mkdir()
+    (cache / "models" / "hand-made" / "x").write_text("mine")
+    (cache / "evaluations" / "linked").symlink_to(outside / "keep", target_is_directory=True)
+    before = _checksums(cache)
+    code, err = _cli_error(capsys, ["cache", "clear"])
+    assert code != 0 and "3 item(s)" in err and "hand-made" in err
+    assert _checksums(cache) == before and _checksums(outside) == outside_before
+    capsys.readouterr()
+    assert main(["cache", "list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(listed["entries"]) == 2 and len(listed["foreign"]) == 3
+
+    for item in ("unlearn", "evaluations/linked"):
+        (cache / item).unlink()
+    shutil.rmtree(cache / "models" / "hand-made")
+    capsys.readouterr()
+    assert main(["cache", "clear"]) == 0
+    printed = capsys.readouterr().out
+    assert "removed evaluations/e-1" in printed and "removed models/m-1" in printed
+    assert "removed 2 entries" in printed
+    assert entries(cache) == [] and survey(cache) == ([], [])
+    assert _checksums(outside) == outside_before
+
+
+def test_a_marker_copied_under_another_name_proves_nothing(cache, tmp_path):
+    with shared_entry(tmp_path / "run" / "m-1", kind="models", name="m-1"):
+        pass
+    shutil.copytree(cache / "models" / "m-1", cache / "models" / "m-2")
+    shutil.copytree(cache / "models" / "m-1", cache / "evaluations" / "m-1")
+    marked, foreign = survey(cache)
+    assert marked == [cache / "models" / "m-1"]
+    assert foreign == [cache / "evaluations" / "m-1", cache / "models" / "m-2"]
+
+
+def test_an_entry_from_before_markers_is_adopted_when_a_run_asks_for_it(cache, tmp_path):
+    old = cache / "models" / "m-1"
+    old.mkdir(parents=True)
+    (old / "weights").write_text("old")
+    assert survey(cache) == ([], [old])
+    with shared_entry(tmp_path / "run" / "m-1", kind="models", name="m-1") as folder:
+        assert (folder / "weights").read_text() == "old"
+    assert survey(cache) == ([old], [])
+
+
+def test_an_entry_in_use_is_kept(cache, tmp_path):
+    with shared_entry(tmp_path / "run" / "m-1", kind="models", name="m-1"):
+        assert clear(cache) == ([], 0, ["models/m-1"])
+    assert clear(cache)[0] == ["models/m-1"]
+
+
+@pytest.mark.parametrize("action", ["list", "clear"])
+def test_a_cache_that_is_a_file_is_refused(tmp_path, monkeypatch, capsys, action):
+    file = tmp_path / "cache"
+    file.write_text("not a folder")
+    monkeypatch.setenv("FORGETBENCH_CACHE", str(file))
+    code, err = _cli_error(capsys, ["cache", action])
+    assert code != 0 and f"FORGETBENCH_CACHE '{file}' is a file, not a folder" in err
+    assert file.read_text() == "not a folder"
+
+
+def test_a_damaged_entry_set_aside_stays_ours_and_its_fresh_entry_is_marked(cache, tmp_path):
+    from forgetbench.cache import set_aside_stage
+
+    link = tmp_path / "run" / "m-1"
+    with shared_entry(link, kind="models", name="m-1") as folder:
+        (folder / "weights").write_text("torn")
+    aside = set_aside_stage(link)
+    assert aside.parent == cache / "models" and aside.name.startswith("m-1.corrupt-")
+    assert (aside / "weights").read_text() == "torn" and list(link.iterdir()) != []
+    assert sorted(p.name for p in survey(cache)[0]) == ["m-1", aside.name]
+    assert survey(cache)[1] == []
+    removed, _, _ = clear(cache)
+    assert sorted(removed) == sorted(["models/m-1", f"models/{aside.name}"])

@@ -502,11 +502,12 @@ def _cache_folder() -> Path:
 
 
 def _cache_list(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.cache import entries
+    from forgetbench.cache import entries, require_usable_root, survey
     from forgetbench.report.console import print_rows
 
-    root = _cache_folder()
+    root = require_usable_root(_cache_folder())
     found = entries(root)
+    foreign = [str(p) for p in survey(root)[1]]
     total = sum(int(e["bytes"]) for e in found)  # type: ignore[call-overload]
     if not args.json:
         rows = [
@@ -516,19 +517,29 @@ def _cache_list(args: argparse.Namespace) -> dict[str, Any]:
         ]  # fmt: skip
         print_rows(rows, title=f"forgetbench cache: {root}")
         print(f"{len(found)} entries, {total / 2**20:.1f} MiB")
-    return {"cache": str(root), "entries": found, "bytes": total}
+        if foreign:
+            print(
+                f"{len(foreign)} item(s) here are not forgetbench entries and are left alone: "
+                + ", ".join(foreign[:3])
+                + (" ..." if len(foreign) > 3 else ""),
+                file=sys.stderr,
+            )
+    return {"cache": str(root), "entries": found, "bytes": total, "foreign": foreign}
 
 
 def _cache_clear(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.cache import clear
+    from forgetbench.cache import clear, require_usable_root
 
-    root = _cache_folder()
-    removed, freed, kept = clear(root) if root.is_dir() else (0, 0, [])
+    root = require_usable_root(_cache_folder())
+    removed, freed, kept = clear(root) if root.is_dir() else ([], 0, [])
     if not args.json:
-        print(f"removed {removed} entries ({freed / 2**20:.1f} MiB) from {root}")
+        for name in removed:
+            print(f"removed {name}")
+        print(f"removed {len(removed)} entries ({freed / 2**20:.1f} MiB) from {root}")
         for name in kept:
             print(f"kept {name}: a run is using it", file=sys.stderr)
-    return {"cache": str(root), "removed": removed, "bytes": freed, "kept": kept}
+    return {"cache": str(root), "removed": len(removed), "removed_entries": removed,
+            "bytes": freed, "kept": kept}  # fmt: skip
 
 
 def _data_without_action(args: argparse.Namespace) -> dict[str, Any]:

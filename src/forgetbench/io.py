@@ -251,14 +251,8 @@ def _kind(value: Any) -> str:
 
 def set_aside(path: Path) -> Path:
     """Rename a damaged file or folder to `{name}.corrupt-<timestamp>`: never load it again, never
-    delete a user's bytes."""
-    if path.is_symlink():
-        # A stage linked from the shared cache: the damaged bytes are the entry's; set it aside
-        # there and leave the link pointing at a fresh, empty entry for the recomputation.
-        entry = path.resolve()
-        aside = set_aside(entry)
-        entry.mkdir()
-        return aside
+    delete a user's bytes. (A stage linked from the shared cache goes through
+    `cache.set_aside_stage`, which sets the entry aside instead of the link.)"""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     n = 1

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from forgetbench.io import set_aside
+from forgetbench.cache import set_aside_stage
 
 FILES_KEY = "files"
 MANIFEST = "manifest.json"
@@ -144,6 +144,6 @@ def reuse_finished(
         problem = stage_problem(folder, record, required=required)
     if problem is None:
         return record
-    aside = set_aside(folder)
+    aside = set_aside_stage(folder)
     note(f"cached stage {folder} is damaged ({problem}); set aside as {aside.name} and recomputed")
     return None

@@ -462,6 +462,15 @@ def _resolve_config(args: argparse.Namespace) -> RunConfig:
         args.data = config.benchmark.path
     if command != "config":
         _refuse_unused(args, config, given)
+    # Lazy: the device module imports torch, which `forgetbench --help` never needs.
+    from forgetbench.device import configure
+
+    configure(
+        config.model.device,
+        config.model.dtype,
+        mixed_precision=config.model.mixed_precision,
+        gradient_checkpointing=config.model.gradient_checkpointing,
+    )
     if config.unlearn.refusals_file and command in ("unlearn", "run"):
         from forgetbench.methods.refusals import load_refusals
 

@@ -92,7 +92,18 @@ class ModelConfig(_Section):
         "TOFU's checkpoints",
     )
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        "float32", description="weights' dtype when loading"
+        "float32", description="weights' dtype: loaded models and the built-in ones"
+    )
+    device: str = Field(
+        "auto",
+        pattern=r"^(auto|cpu|cuda|cuda:\d+)$",
+        description="where every model runs: auto (the GPU when torch sees one), cpu, cuda, cuda:N",
+    )
+    mixed_precision: Literal["no", "bf16", "fp16"] = Field(
+        "no", description="training autocast over float32 weights (accelerate): no, bf16, fp16"
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="recompute activations in training: less memory, ~30% more time"
     )
     trust_remote_code: bool = Field(
         False, description="let a Hub model run its own code (auto_map); only for models you trust"

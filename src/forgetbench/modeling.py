@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
 
 TemplateName = Literal["question_answer", "tofu_llama2", "tofu_question_answer", "chat"]
@@ -417,12 +418,13 @@ def load_tokenizer(name_or_path: str | Path, *, trust_remote_code: bool = False)
 def load_model(
     name_or_path: str | Path,
     *,
-    dtype: str = "float32",
+    dtype: str | None = None,
     device: str | None = None,
     trust_remote_code: bool = False,
 ):  # -> (PreTrainedModel, PreTrainedTokenizerBase)
-    """Any causal LM by Hugging Face id or local folder; weights only from safetensors. Every
-    way a user's model can fail to load is a ModelError naming it."""
+    """Any causal LM by Hugging Face id or local folder; weights only from safetensors, placed on
+    `device` (default: the configured `model.device`). Every way a user's model can fail to load
+    is a ModelError naming it."""
     from transformers import AutoModelForCausalLM
 
     source = str(name_or_path)
@@ -430,7 +432,7 @@ def load_model(
     try:
         model = AutoModelForCausalLM.from_pretrained(
             source,
-            dtype=getattr(torch, dtype),
+            dtype=DTYPES[dtype or precision().dtype],
             use_safetensors=True,
             trust_remote_code=trust_remote_code,
         )
@@ -444,9 +446,7 @@ def load_model(
         tokenizer.add_special_tokens({"pad_token": PAD})
         model.resize_token_embeddings(len(tokenizer))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    if device:
-        model.to(device)
-    return model, tokenizer
+    return place_model(model, device), tokenizer
 
 
 def save_model(model: object, tokenizer: object, path: str | Path) -> Path:
@@ -468,7 +468,9 @@ def save_model(model: object, tokenizer: object, path: str | Path) -> Path:
 
 
 def forward_logits(model: object, batch: dict[str, Tensor]) -> Tensor:
-    """(B, T, V) next-token logits. The single place training code runs the model."""
+    """(B, T, V) next-token logits. The single place training code runs the model; the batch
+    goes to the model's device first (a frozen reference model reads the same batch)."""
+    batch = to_model_device(batch, model)
     return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # type: ignore[operator]
 
 

@@ -13,12 +13,13 @@ Result = TypeVar("Result")
 
 def process_layout() -> tuple[int, int]:
     """(rank, world size); (0, 1) outside a distributed launch, without initialising anything."""
-    import torch
     from accelerate import PartialState
+
+    from forgetbench.device import default_device
 
     # Without cpu=True accelerate never sets up the multi-process CPU backend, and every process
     # would believe it is alone and evaluate everything.
-    state = PartialState(cpu=not torch.cuda.is_available())
+    state = PartialState(cpu=default_device().type != "cuda")
     return state.process_index, state.num_processes
 
 

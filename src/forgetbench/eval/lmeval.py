@@ -45,7 +45,7 @@ def lm_eval_utility(
     (for `mmlu`: the group, its four categories and the 57 subjects); `acc_norm` only where the
     task defines it. `num_fewshot=None` keeps each task's own default (0 when it has none);
     `limit` caps the documents per task (for smoke runs only: the numbers are then not MMLU's).
-    `device=None` picks CUDA when available, else CPU. On a non-main rank of a multi-process
+    `device=None` is the configured `model.device`. On a non-main rank of a multi-process
     launch lm-eval returns nothing and so do we (`{}`).
     """
     tasks = list(tasks)
@@ -72,9 +72,9 @@ def lm_eval_utility(
     }
     task_manager = _task_manager(TaskManager, tasks, include_path, metadata=dict(model_args))
     if device is None:
-        import torch
+        from forgetbench.device import default_device
 
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = str(default_device())
 
     try:
         results = lm_eval.simple_evaluate(

@@ -45,11 +45,10 @@ def study_workers(config: RunConfig, model: str | None) -> int:
     """`study.workers`, or (0) one process per CPU core for the built-in study on CPU."""
     if config.study.workers:
         return config.study.workers
-    import torch
-
+    from forgetbench.device import default_device
     from forgetbench.eval.distributed import process_layout
 
-    if model is not None or torch.cuda.is_available() or process_layout()[1] > 1:
+    if model is not None or default_device().type != "cpu" or process_layout()[1] > 1:
         return 1
     return os.cpu_count() or 1
 

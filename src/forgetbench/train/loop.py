@@ -15,13 +15,14 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch.utils.data import DataLoader
 
+from forgetbench.device import model_device, precision, precision_key
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 
@@ -101,6 +102,13 @@ class LoopConfig:
     schedule: str = "linear"  # linear warm-up then linear decay to 0 (HF Trainer default, as TOFU)
 
 
+def config_key(config: LoopConfig) -> dict[str, Any]:
+    """The settings a cached training stage's key covers: the loop's, and the command's precision
+    settings where they are not the defaults (so every stage cached before they existed keeps
+    its name, and a bf16 run never reuses a float32 one's model)."""
+    return {**asdict(config), **precision_key()}
+
+
 @dataclass
 class LoopResult:
     steps: int
@@ -144,8 +152,15 @@ def train_loop(
         )
     accumulation = _accumulation_steps(config, processes)
     if accelerator is None:
+        # The model is already where `place_model` put it: the accelerator trains it there, so a
+        # frozen reference model placed beside it stays on the same device.
+        device = model_device(model)
+        if device.type == "cuda" and device.index is not None:
+            torch.cuda.set_device(device)
         accelerator = Accelerator(
-            gradient_accumulation_steps=accumulation, cpu=not torch.cuda.is_available()
+            gradient_accumulation_steps=accumulation,
+            cpu=device.type != "cuda",
+            mixed_precision=precision().mixed_precision,
         )
     elif accelerator.gradient_accumulation_steps != accumulation:
         raise ConfigError(
@@ -160,6 +175,8 @@ def train_loop(
         max(1, round(config.warmup_epochs * steps_per_epoch)) if config.warmup_epochs > 0 else 0
     )
 
+    if precision().gradient_checkpointing:
+        enable_gradient_checkpointing(model)
     decay, no_decay = _parameter_groups(model)
     optimizer = torch.optim.AdamW(
         [
@@ -293,6 +310,19 @@ def train_loop(
                 if on_step is not None:
                     on_step(step, model)
     return LoopResult(steps=step, losses=losses, seconds=time.perf_counter() - started)
+
+
+def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
+    """Activation checkpointing for a transformers model (PEFT-wrapped or not). Non-reentrant, so
+    frozen inputs (LoRA's frozen embeddings) still carry gradients to the adapters."""
+    if not hasattr(model, "gradient_checkpointing_enable"):
+        raise ConfigError(
+            f"train.gradient_checkpointing: {type(model).__name__} does not support it",
+            "set train.gradient_checkpointing=false",
+        )
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if getattr(model, "config", None) is not None:
+        model.config.use_cache = False  # a KV cache is meaningless while recomputing activations
 
 
 def _split_loss(output: Any) -> tuple[torch.Tensor, dict[str, float]]:

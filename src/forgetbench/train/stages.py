@@ -15,7 +15,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from forgetbench import __version__
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
+from forgetbench.device import place_model, precision
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json
 from forgetbench.methods._terms import per_sample_nll
@@ -41,7 +42,7 @@ from forgetbench.modeling import (
 from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import FILES_KEY, file_manifest, read_record, reuse_finished
-from forgetbench.train.loop import LoopConfig, train_loop
+from forgetbench.train.loop import LoopConfig, config_key, train_loop
 
 STAGE_FILE = "stage.json"
 # Bump when the training code changes what a stage produces, so old caches are not reused.
@@ -67,7 +68,7 @@ def stage_key(
 ) -> str:
     header = {
         "stage": name,
-        "config": asdict(config),
+        "config": config_key(config),
         "parent": parent,
         "lora": lora,
         "code": TRAINING_CODE_VERSION,
@@ -149,11 +150,11 @@ def run_stage(
         if info is not None:
             return StageResult(name, folder / "model", True, info["losses"], info["seconds"])
 
-        model, tokenizer = (
-            parent_model
-            if parent_model is not None
-            else load_model(parent, trust_remote_code=trust_remote_code)
-        )
+        if parent_model is not None:
+            model, tokenizer = parent_model
+            model = place_model(model, dtype=precision().dtype)
+        else:
+            model, tokenizer = load_model(parent, trust_remote_code=trust_remote_code)
         if lora:
             model = apply_lora(model, **lora)
 
@@ -185,7 +186,7 @@ def run_stage(
                 "parent": str(parent),
                 "parent_fingerprint": parent_id,
                 "examples": len(examples),
-                "config": asdict(config),
+                "config": config_key(config),
                 "lora": lora,
                 "losses": result.losses,
                 "seconds": seconds,

@@ -28,6 +28,7 @@ import torch
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
+from forgetbench.device import to_model_device
 from forgetbench.errors import DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
@@ -52,7 +53,7 @@ from forgetbench.modeling import (
 from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
-from forgetbench.train.loop import LoopConfig, NonFiniteLoss, train_loop
+from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
 from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model
 from forgetbench.train.two_task import TwoTaskStep
 
@@ -188,7 +189,7 @@ def with_reference_logps(
         table: dict[int, tuple[float, ...]] = {}
         for start in range(0, len(unique), batch_size):
             chunk = unique[start : start + batch_size]
-            batch = collate([encoded for _, encoded in chunk], pad_id=pad_id)
+            batch = to_model_device(collate([e for _, e in chunk], pad_id=pad_id), model)
             logps, _ = answer_token_logprobs(forward_logits(model, batch), batch["labels"])
             for row, (key, encoded) in enumerate(chunk):
                 table[key] = tuple(logps[row, : len(encoded.input_ids) - 1].tolist())
@@ -245,6 +246,9 @@ class MethodLoss:
         self.constants = constants or {}
 
     def inputs(self, model: Any, batch: dict[str, Any]) -> UnlearnInputs:
+        # The loop's data loader already sends batches to the accelerator's device; a caller
+        # outside it (a two-task step, a test) may not, and every field must be on the model's.
+        batch = to_model_device(batch, model)
         fields: dict[str, Any] = {}
         needs = self.needs
         if needs & {"forget_logps", "forget_mask", "forget_logits", "forget_targets"}:
@@ -342,13 +346,38 @@ class StatefulMethodLoss(MethodLoss):
             self.state = {k: float(v) for k, v in saved.items()}
 
 
+def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskStep | None]:
+    """What the loop trains `model` with for `method`: the loss (with a frozen reference copy of
+    the start model on the model's own device, when the method reads its full outputs, and the
+    method's constants on that device) and, for a two-task method, its step hook."""
+    needs = set(method.required_inputs())
+    frozen = None
+    if needs & _FROZEN_MODEL_FIELDS:
+        frozen = copy.deepcopy(model).eval()  # a copy of a placed model sits on its device
+        frozen.requires_grad_(False)
+    constants = (
+        to_model_device(method.prepare(model), model) if isinstance(method, PreparedMethod) else {}
+    )
+    if isinstance(method, SelectiveMethod):
+        method.select_trainable(model)
+    loss = (
+        StatefulMethodLoss(method, frozen=frozen, constants=constants)
+        if isinstance(method, StatefulMethod)
+        else MethodLoss(method, frozen=frozen, constants=constants)
+    )
+    # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
+    # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
+    hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
+    return loss, hook
+
+
 def unlearn_key(
     method: UnlearnMethod, config: LoopConfig, parent: str, items: Iterable[UnlearnItem]
 ) -> str:
     header = {
         "method": method.name,
         "options": asdict(method),  # type: ignore[call-overload]
-        "config": asdict(config),
+        "config": config_key(config),
         "parent": parent,
         "version": __version__,
     }
@@ -419,13 +448,7 @@ def run_unlearning(
         plan = with_reference_logps(
             model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
         )
-        frozen = None
-        if needs & _FROZEN_MODEL_FIELDS:
-            frozen = copy.deepcopy(model).eval()
-            frozen.requires_grad_(False)
-        constants = method.prepare(model) if isinstance(method, PreparedMethod) else {}
-        if isinstance(method, SelectiveMethod):
-            method.select_trainable(model)
+        loss, hook = method_loss(method, model)
 
         from accelerate import PartialState
 
@@ -442,14 +465,6 @@ def run_unlearning(
                 )
 
         started = time.perf_counter()
-        loss = (
-            StatefulMethodLoss(method, frozen=frozen, constants=constants)
-            if isinstance(method, StatefulMethod)
-            else MethodLoss(method, frozen=frozen, constants=constants)
-        )
-        # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
-        # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
-        hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
         try:
             result = train_loop(
                 model,
@@ -490,7 +505,7 @@ def run_unlearning(
                 "options": asdict(method),  # type: ignore[call-overload]
                 "split": split,
                 "parent": str(model_dir),
-                "config": asdict(config),
+                "config": config_key(config),
                 "losses": result.losses,
                 "snapshots": [
                     (s, str(p.relative_to(folder)) if p.is_relative_to(folder) else str(p))

@@ -1,0 +1,155 @@
+"""Where models run: one device policy for every model the tool loads or builds.
+
+`model.device` (auto | cpu | cuda | cuda:N; auto = the first CUDA GPU when torch sees one) is
+resolved once per command by `configure` and carried in the environment, so the study's worker
+processes (spawned, not forked) and a sweep's trials place their models the same way. Every model
+goes through `place_model`, and every batch through `to_model_device`, which sends it to the device
+of the model that will read it: a frozen reference model, the trained model, a scorer. Nothing
+else in the package calls `.to(device)` on a model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from forgetbench.errors import ConfigError
+
+DEVICE_ENV = "FORGETBENCH_DEVICE"
+PRECISION_ENV = "FORGETBENCH_PRECISION"
+DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:\d+|meta)$")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+MIXED_PRECISIONS = ("no", "bf16", "fp16")
+
+
+def resolve_device(spec: str) -> torch.device:
+    """`auto` -> cuda when torch sees a GPU, else cpu; `cuda` / `cuda:N` refused, naming the
+    option, when there is no such GPU. `meta` places no data (the CPU suite's device guard)."""
+    spec = spec.strip().lower()
+    if not DEVICE_PATTERN.match(spec):
+        raise ConfigError(
+            f"model.device must be auto, cpu, cuda or cuda:N, got {spec!r}",
+            "auto uses the GPU when torch sees one",
+        )
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(spec)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                f"model.device={spec} but this torch build sees no CUDA GPU",
+                "use model.device=auto or cpu, or install a CUDA build of torch",
+            )
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"model.device={spec} but torch sees {torch.cuda.device_count()} GPU(s)",
+                f"use cuda:0..cuda:{torch.cuda.device_count() - 1}",
+            )
+    return device
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How the command's models hold and compute numbers (`model.dtype`,
+    `model.mixed_precision`, `model.gradient_checkpointing`)."""
+
+    dtype: str = "float32"  # weights of loaded and built-in models
+    mixed_precision: str = "no"  # accelerate's autocast in training: no | bf16 | fp16
+    gradient_checkpointing: bool = False  # recompute activations in backward: less memory
+
+
+def configure(
+    device: str = "auto",
+    dtype: str = "float32",
+    *,
+    mixed_precision: str = "no",
+    gradient_checkpointing: bool = False,
+) -> torch.device:
+    """Resolve the command's device (refusing a bad one before any work) and precision, and make
+    them the defaults of this process and every process it starts."""
+    resolved = resolve_device(device)
+    if dtype not in DTYPES:
+        raise ConfigError(f"model.dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if mixed_precision not in MIXED_PRECISIONS:
+        raise ConfigError(
+            f"model.mixed_precision must be one of {', '.join(MIXED_PRECISIONS)}, "
+            f"got {mixed_precision!r}"
+        )
+    if mixed_precision == "fp16" and resolved.type != "cuda":
+        raise ConfigError(
+            "model.mixed_precision=fp16 needs a CUDA GPU", "use bf16 (CPUs support it) or no"
+        )
+    os.environ[DEVICE_ENV] = str(resolved)
+    os.environ[PRECISION_ENV] = json.dumps(
+        asdict(Precision(dtype, mixed_precision, gradient_checkpointing))
+    )
+    return resolved
+
+
+def precision() -> Precision:
+    value = os.environ.get(PRECISION_ENV)
+    return Precision(**json.loads(value)) if value else Precision()
+
+
+def precision_key() -> dict[str, Any]:
+    """The precision settings that differ from the defaults: what a cached stage's key adds."""
+    default = asdict(Precision())
+    return {k: v for k, v in asdict(precision()).items() if v != default[k]}
+
+
+def default_device() -> torch.device:
+    """The configured device; under `accelerate launch` on GPUs, each process's own GPU."""
+    device = resolve_device(os.environ.get(DEVICE_ENV, "auto"))
+    if device.type == "cuda" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return device
+
+
+def place_model(model: Any, device: str | torch.device | None = None, *, dtype: str | None = None):
+    """Put `model` on `device` (default: the configured one) in `dtype` (default: leave it).
+    The one place a model moves; returns the model."""
+    target = default_device() if device is None else torch.device(device)
+    if dtype is not None:
+        model.to(dtype=DTYPES[dtype])
+    return model.to(target)
+
+
+def model_device(model: Any) -> torch.device:
+    """The device of the model's parameters (of its first one: `place_model` keeps them on one)."""
+    return next(model.parameters()).device
+
+
+def to_device(value: Any, device: torch.device) -> Any:
+    """`value` (a tensor, or dicts / lists / tuples of them) with every tensor on `device`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True) if value.device != device else value
+    if isinstance(value, Mapping):
+        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def to_model_device(batch: Any, model: Any) -> Any:
+    """The batch on the device of the model that reads it."""
+    return to_device(batch, model_device(model))
+
+
+def reset_peak_memory() -> None:
+    """Start counting peak GPU memory for a stage (no-op without CUDA)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_bytes() -> int | None:
+    """Peak GPU memory allocated since the last `reset_peak_memory`, or None without CUDA (a
+    stage on the CPU has no comparable figure)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return int(torch.cuda.max_memory_allocated())
+    return None

@@ -1,0 +1,213 @@
+"""One device policy, checked without a GPU: the CPU suite must catch a tensor that reaches a model
+on another device (what crashed every reference-model method on CUDA). The models here sit on
+`meta`, a device that is not the default one; a forward pre-hook on every module compares each
+input tensor's device with the module's parameters'."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.fx.experimental._config
+from torch.overrides import TorchFunctionMode
+
+from forgetbench.device import (
+    DEVICE_ENV,
+    PRECISION_ENV,
+    configure,
+    default_device,
+    place_model,
+    precision,
+    precision_key,
+    resolve_device,
+)
+from forgetbench.errors import ConfigError
+from forgetbench.methods.base import DepthScaledMethod, build_method, get_method, method_names
+from forgetbench.methods.refusals import REFUSALS
+from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.records import QARecord
+from forgetbench.train.unlearn import (
+    _REFERENCE_FIELDS,
+    build_items,
+    collate_items,
+    method_loss,
+    with_reference_logps,
+)
+from toy import toy_qa, toy_tokenizer
+
+TEMPLATE = PromptTemplate("question_answer")
+
+
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    saved = {k: os.environ.get(k) for k in (DEVICE_ENV, PRECISION_ENV)}
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+class DeviceGuard:
+    """Forward pre-hooks on every module of `models`: an input tensor on another device than the
+    module's parameters is recorded (and the call goes on, so one run lists every offender)."""
+
+    def __init__(self, *models: torch.nn.Module) -> None:
+        self.mismatches: list[str] = []
+        self.handles = [
+            module.register_forward_pre_hook(self._check, with_kwargs=True)
+            for model in models
+            for module in model.modules()
+            if next(module.parameters(recurse=False), None) is not None
+        ]
+        self.calls = 0
+
+    def _check(self, module, args, kwargs):
+        self.calls += 1
+        device = next(module.parameters(recurse=False)).device
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, torch.Tensor) and value.device != device:
+                self.mismatches.append(f"{type(module).__name__}: {value.device} != {device}")
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+_READS = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__)
+
+
+class Recorded(TorchFunctionMode):
+    """Meta tensors hold no numbers, so a step on `meta` cannot decide a check (`if torch.any(...)`)
+    or log a loss part by itself. The same step runs first on the CPU, recording every value it
+    reads out of a tensor, in order; on `meta` the same reads return those values, so the meta
+    run takes exactly the CPU run's path through the code."""
+
+    def __init__(self, values: list | None = None) -> None:
+        super().__init__()
+        self.replay = values is not None
+        self.values = values if values is not None else []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func not in _READS:
+            return func(*args, **kwargs)
+        if not self.replay:
+            value = func(*args, **kwargs)
+            self.values.append(value)
+            return value
+        value = self.values.pop(0)
+        return value if args[0].device.type == "meta" else func(*args, **kwargs)
+
+
+def _plan(alternates: bool):
+    records = [QARecord(q, a, perturbed_answers=(a[::-1],)) for q, a in toy_qa()]
+    return build_items(
+        records[:4], records[4:10], toy_tokenizer(), TEMPLATE, refusals=REFUSALS, seed=0,
+        max_length=128, epochs=1, alternates=alternates,
+    )  # fmt: skip
+
+
+def _step(method, model, tokenizer):
+    """One unlearning step as the engine builds it: reference log-probs, the frozen reference
+    model and constants from `method_loss`, the batch as the data loader collates it (CPU)."""
+    needs = set(method.required_inputs())
+    plan = with_reference_logps(
+        model,
+        _plan(alternates=bool(needs & {"alternate_logps"})),
+        pad_id=tokenizer.pad_token_id,
+        fields=needs & _REFERENCE_FIELDS,
+    )
+    loss, hook = method_loss(method, model)
+    guard = DeviceGuard(model, *([loss.frozen] if loss.frozen is not None else []))
+    batch = collate_items(plan[0][:3], pad_id=tokenizer.pad_token_id)
+    assert batch["forget"]["input_ids"].device.type == "cpu"
+    try:
+        if hook is None:
+            value, _ = loss(model, batch)
+        else:
+            value, _ = method.task_losses(loss.inputs(model, batch))
+    finally:
+        guard.close()
+    return value, guard
+
+
+def _method(name: str, layers: int):
+    cls = get_method(name)
+    options = cls.options_for_depth(layers) if isinstance(cls, DepthScaledMethod) else {}
+    return build_method(name, options)
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_every_methods_step_keeps_each_tensor_on_its_models_device(name):
+    # A boolean mask's selection has a data-dependent size, which `meta` can only assume: every
+    # element selected (the toy batch's masks select every row they are asked about).
+    tokenizer = toy_tokenizer()
+    cpu_model = build_tiny_model(tokenizer, scale="tiny", seed=0)
+    with Recorded() as record:
+        cpu_value, _ = _step(_method(name, 3), cpu_model, tokenizer)
+    model = place_model(build_tiny_model(tokenizer, scale="tiny", seed=0), "meta")
+    with (
+        Recorded(list(record.values)),
+        torch.fx.experimental._config.patch(meta_nonzero_assume_all_nonzero=True),
+    ):
+        value, guard = _step(_method(name, 3), model, tokenizer)
+    assert guard.calls > 0
+    assert guard.mismatches == []
+    assert value.device.type == "meta" and cpu_value.device.type == "cpu"
+
+
+def test_the_guard_catches_a_reference_model_left_on_another_device():
+    # The crash of the first GPU run: the frozen model on the CPU, the trained model elsewhere.
+    tokenizer = toy_tokenizer()
+    model = place_model(build_tiny_model(tokenizer, scale="tiny", seed=0), "meta")
+    loss, _ = method_loss(build_method("kl"), model)
+    loss.frozen = build_tiny_model(tokenizer, scale="tiny", seed=0).eval()  # left on the CPU
+    batch = collate_items(_plan(False)[0][:2], pad_id=tokenizer.pad_token_id)
+    # forward_logits sends the batch to each model's own device, so the two models' logits meet
+    # on different devices inside the KL term.
+    with pytest.raises(RuntimeError, match="meta"):
+        loss(model, batch)
+
+
+def test_auto_is_the_cpu_here_and_a_missing_gpu_is_refused_by_name():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert resolve_device("auto") == torch.device("cpu")
+    assert resolve_device("CPU") == torch.device("cpu")
+    with pytest.raises(ConfigError, match=r"model.device=cuda:1 but this torch build sees no CUDA"):
+        resolve_device("cuda:1")
+    with pytest.raises(ConfigError, match="model.device must be auto, cpu, cuda or cuda:N"):
+        resolve_device("gpu")
+
+
+def test_configure_reaches_processes_it_starts_and_sets_the_precision_key():
+    assert configure("cpu", "float32") == torch.device("cpu")
+    assert default_device() == torch.device("cpu") and precision_key() == {}
+    configure("cpu", "bfloat16", mixed_precision="bf16", gradient_checkpointing=True)
+    assert precision().dtype == "bfloat16"
+    assert precision_key() == {
+        "dtype": "bfloat16", "mixed_precision": "bf16", "gradient_checkpointing": True
+    }  # fmt: skip
+    import subprocess
+    import sys
+
+    seen = subprocess.run(
+        [sys.executable, "-c", "from forgetbench.device import precision; print(precision())"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "dtype='bfloat16'" in seen and "gradient_checkpointing=True" in seen
+    with pytest.raises(ConfigError, match="model.mixed_precision=fp16 needs a CUDA GPU"):
+        configure("cpu", mixed_precision="fp16")
+
+
+def test_a_cli_command_refuses_a_gpu_it_does_not_have(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    from forgetbench.cli import main
+
+    code = main(["config", "model.device=cuda"])  # before any work: the config is only printed
+    err = capsys.readouterr().err
+    assert code == 2 and "model.device=cuda but this torch build sees no CUDA GPU" in err

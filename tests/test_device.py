@@ -76,7 +76,7 @@ class DeviceGuard:
             handle.remove()
 
 
-_READS = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__)
+_READS = (torch.Tensor.item, torch.Tensor.tolist, torch.Tensor.__bool__, torch.Tensor.cpu)
 
 
 class Recorded(TorchFunctionMode):
@@ -211,3 +211,50 @@ def test_a_cli_command_refuses_a_gpu_it_does_not_have(capsys):
     code = main(["config", "model.device=cuda"])  # before any work: the config is only printed
     err = capsys.readouterr().err
     assert code == 2 and "model.device=cuda but this torch build sees no CUDA GPU" in err
+
+
+@pytest.mark.parametrize("backend_name", ["fast", "naive"])
+def test_every_kind_of_evaluation_request_keeps_each_tensor_on_the_models_device(backend_name):
+    # Scoring (a shared prompt, one answer, no EOS, a whole document) and greedy generation, as
+    # every evaluation task asks them, through the backend `forgetbench eval` uses and the
+    # reference one `bench eval` checks it against.
+    from forgetbench.eval.backend import FastBackend, NaiveBackend, serve
+    from forgetbench.eval.requests import Generate, Score
+
+    tokenizer = toy_tokenizer()
+    qa = toy_qa()
+    prompts = [TEMPLATE.prompt(q) for q, _ in qa]
+    answers = [TEMPLATE.answer(a) for _, a in qa]
+    requests = [
+        Score(prompts[0], (answers[0], answers[1], answers[2])),
+        Generate(prompts[1], 4),
+        Score(prompts[2], (answers[2],), add_eos=False),
+        Score("", (f"{qa[3][0]} {qa[3][1]}",), add_eos=False, max_length=None),
+        Generate(prompts[4], 3),
+    ]
+
+    def answer(model):
+        backend = (
+            FastBackend(model, tokenizer, batch_size=2)
+            if backend_name == "fast"
+            else NaiveBackend(model, tokenizer)
+        )
+        guard = DeviceGuard(model)
+        try:
+            return serve(backend, requests), guard
+        finally:
+            guard.close()
+
+    with Recorded() as record:
+        expected, _ = answer(build_tiny_model(tokenizer, scale="tiny", seed=2).eval())
+    model = place_model(build_tiny_model(tokenizer, scale="tiny", seed=2), "meta").eval()
+    with (
+        Recorded(list(record.values)),
+        torch.fx.experimental._config.patch(meta_nonzero_assume_all_nonzero=True),
+    ):
+        responses, guard = answer(model)
+    assert guard.calls > 0 and guard.mismatches == []
+    generated = [r for q, r in zip(requests, responses, strict=True) if isinstance(q, Generate)]
+    assert generated == [
+        r for q, r in zip(requests, expected, strict=True) if isinstance(q, Generate)
+    ]

@@ -258,3 +258,87 @@ def test_every_kind_of_evaluation_request_keeps_each_tensor_on_the_models_device
     assert generated == [
         r for q, r in zip(requests, expected, strict=True) if isinstance(q, Generate)
     ]
+
+
+def test_lora_unlearning_references_the_base_weights_without_a_copy_and_saves_them_merged(
+    tmp_path,
+):
+    # With LoRA a method's reference is the same model with its adapters off: its outputs are the
+    # start model's, its parameters the trained model's own tensors (no second copy); a snapshot
+    # saved mid-run is the base with the adapters folded in, loadable by plain transformers.
+    from forgetbench.modeling import (
+        apply_lora,
+        forward_logits,
+        load_model,
+        lora_targets,
+        save_model,
+    )
+
+    tokenizer = toy_tokenizer()
+    start = build_tiny_model(tokenizer, scale="tiny", seed=0).eval()
+    model = apply_lora(build_tiny_model(tokenizer, scale="tiny", seed=0))
+    assert lora_targets(start) == ["q_proj", "v_proj"]
+    loss, _ = method_loss(_method("kl", 3), model)
+    reference = loss.frozen
+    assert {id(p) for p in reference.parameters()} == {id(p) for p in model.parameters()}
+    batch = collate_items(_plan(False)[0][:3], pad_id=tokenizer.pad_token_id)
+    with torch.no_grad():  # make the adapters non-zero, as training would
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.add_(0.05 * torch.randn_like(p))
+    trained = forward_logits(model, batch["retain"])
+    torch.testing.assert_close(
+        forward_logits(reference, batch["retain"]), forward_logits(start, batch["retain"])
+    )
+    assert not torch.allclose(trained, forward_logits(start, batch["retain"]))
+    save_model(model, tokenizer, tmp_path / "snapshot")
+    merged, _ = load_model(tmp_path / "snapshot", device="cpu")
+    torch.testing.assert_close(
+        forward_logits(merged, batch["retain"]), trained, rtol=1e-4, atol=1e-4
+    )
+
+
+def test_lora_targets_follow_the_architecture():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from forgetbench.errors import ConfigError as Refused
+    from forgetbench.modeling import apply_lora, lora_targets
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64))
+    assert lora_targets(gpt2) == ["c_attn"]
+    adapted = apply_lora(gpt2)
+    assert any("c_attn.lora_A" in n for n, _ in adapted.named_parameters())
+    with pytest.raises(Refused, match="no module named q_proj"):
+        apply_lora(
+            GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64)),
+            target_modules=["q_proj"],
+        )
+
+
+def test_a_lora_unlearning_run_trains_adapters_only_and_publishes_merged_models(tmp_path):
+    from forgetbench.modeling import load_model, save_model
+    from forgetbench.train.loop import LoopConfig
+    from forgetbench.train.unlearn import run_unlearning
+
+    tokenizer = toy_tokenizer()
+    start_dir = save_model(
+        build_tiny_model(tokenizer, scale="tiny", seed=0), tokenizer, tmp_path / "start"
+    )
+    records = [QARecord(q, a) for q, a in toy_qa()]
+    config = LoopConfig(lr=5e-3, epochs=2, batch_size=2, per_device_batch_size=2, warmup_epochs=0)
+    run = dict(
+        model_dir=start_dir, forget=records[:4], retain=records[4:10], method=build_method("npo"),
+        config=config, template=TEMPLATE, refusals=REFUSALS, split="forget10", max_length=128,
+        progress=False,
+    )  # fmt: skip
+    full = run_unlearning(tmp_path / "full", **run)
+    lora = run_unlearning(tmp_path / "lora", **run, lora={"rank": 4, "alpha": 8})
+    assert full.model_dir.parent.name != lora.model_dir.parent.name  # LoRA is in the key
+    assert [s for s, _ in lora.snapshots] == [0, 2, 4]
+    start = dict(load_model(start_dir, device="cpu")[0].named_parameters())
+    for _, folder in lora.snapshots[1:]:
+        model, _ = load_model(folder, device="cpu")  # plain transformers weights: merged
+        moved = {n for n, p in model.named_parameters() if not torch.equal(p, start[n])}
+        # only the adapted projections moved: LoRA adapts q_proj and v_proj, nothing else trains
+        assert moved and all(n.endswith(("q_proj.weight", "v_proj.weight")) for n in moved)
+    assert lora.losses[-1] < lora.losses[0]  # NPO's loss falls as the forget answers lose mass

@@ -20,6 +20,8 @@ from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
 from forgetbench.io import MAX_DEPTH, check_depth, read_text
 
 SCALES = ("tiny", "small", "full")
+# `model.size`: the built-in model's shape (forgetbench.modeling holds each one's numbers).
+MODEL_SIZES = ("auto", *SCALES, "125m", "1b", "8b")
 # TOFU's splits (the miniature has the same): a forget split, its complement, and `full` = both.
 FORGET_SPLITS = ("forget01", "forget05", "forget10")
 RETAIN_SPLITS = ("retain99", "retain95", "retain90")
@@ -99,6 +101,11 @@ class ModelConfig(_Section):
         pattern=r"^(auto|cpu|cuda|cuda:\d+)$",
         description="where every model runs: auto (the GPU when torch sees one), cpu, cuda, cuda:N",
     )
+    size: Literal[MODEL_SIZES] = Field(  # type: ignore[valid-type]
+        "auto",
+        description="the built-in model's shape: auto (the scale's), tiny, small, full, or the "
+        "sizes people run: 125m, 1b, 8b (Llama-3 block shapes)",
+    )
     mixed_precision: Literal["no", "bf16", "fp16"] = Field(
         "no", description="training autocast over float32 weights (accelerate): no, bf16, fp16"
     )
@@ -147,6 +154,18 @@ class UnlearnConfig(_Section):
     )
     refusals_file: str | None = Field(
         None, description="one refusal a line for idk/dpo (default: forgetbench's own 100)"
+    )
+    lora: bool = Field(
+        False,
+        description="train LoRA adapters only; a method's reference model is the same weights "
+        "with the adapters off (no second copy)",
+    )
+    lora_rank: int = Field(8, ge=1, description="LoRA rank")
+    lora_alpha: int = Field(16, ge=1, description="LoRA alpha")
+    lora_targets: list[str] | None = Field(
+        None,
+        description="modules LoRA adapts; unset = found from the architecture (q_proj,v_proj; "
+        "c_attn; query_key_value; else every linear layer)",
     )
 
 

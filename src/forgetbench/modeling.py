@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from forgetbench.config import MODEL_SIZES
 from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
 
@@ -38,6 +39,7 @@ class TinyModelSize:
     intermediate: int
     vocab: int
     max_positions: int
+    kv_heads: int | None = None  # grouped-query attention; None = one per head
 
 
 # ~0.5 M parameters for tests, ~3 M for the demo; `full` keeps the demo model but more data.
@@ -52,6 +54,24 @@ TINY_SIZES: dict[str, TinyModelSize] = {
         hidden=256, layers=6, heads=8, intermediate=1024, vocab=8192, max_positions=512
     ),
 }
+# The sizes people run, as `model.size` for the built-in model (the world and its tokenizer stay
+# the scale's, so the vocabulary is the scale's): GPT-2-small-like ~125M, and the block shapes of
+# Llama-3.2-1B and Llama-3-8B (grouped-query attention). Without their 128k-token vocabularies
+# they hold ~0.11 B, ~0.97 B and ~6.98 B parameters outside the embeddings.
+LLAMA_SHAPES: dict[str, TinyModelSize] = {
+    "125m": TinyModelSize(
+        hidden=768, layers=12, heads=12, intermediate=3072, vocab=0, max_positions=2048
+    ),
+    "1b": TinyModelSize(
+        hidden=2048, layers=16, heads=32, intermediate=8192, vocab=0, max_positions=2048,
+        kv_heads=8,
+    ),
+    "8b": TinyModelSize(
+        hidden=4096, layers=32, heads=32, intermediate=14336, vocab=0, max_positions=2048,
+        kv_heads=8,
+    ),
+}  # fmt: skip
+assert set(MODEL_SIZES) == {"auto", *TINY_SIZES, *LLAMA_SHAPES}
 
 
 @dataclass(frozen=True)
@@ -236,25 +256,28 @@ def train_tokenizer(texts: Iterable[str], *, vocab_size: int):  # -> PreTrainedT
 
 
 def build_tiny_model(
-    tokenizer: object, *, scale: str = "tiny", seed: int = 0
+    tokenizer: object, *, scale: str = "tiny", seed: int = 0, size: str = "auto"
 ):  # -> LlamaForCausalLM
-    """A Llama-architecture model from a config, initialised from `seed`. Dropout stays 0 so a
-    run is a deterministic function of seed and data (and resume reproduces it exactly)."""
+    """A Llama-architecture model from a config, initialised from `seed`: the scale's own shape,
+    or `size` (`model.size`: another scale's, or 125m / 1b / 8b). Dropout stays 0 so a run is a
+    deterministic function of seed and data (and resume reproduces it exactly)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     if scale not in TINY_SIZES:
         raise ConfigError(
             f"unknown scale '{scale}' for the tiny model", f"use one of {', '.join(TINY_SIZES)}"
         )
-    size = TINY_SIZES[scale]
+    if size not in MODEL_SIZES:
+        raise ConfigError(f"model.size must be one of {', '.join(MODEL_SIZES)}, got {size!r}")
+    shape = LLAMA_SHAPES.get(size) or TINY_SIZES[scale if size == "auto" else size]
     config = LlamaConfig(
         vocab_size=len(tokenizer),  # type: ignore[arg-type]
-        hidden_size=size.hidden,
-        num_hidden_layers=size.layers,
-        num_attention_heads=size.heads,
-        num_key_value_heads=size.heads,
-        intermediate_size=size.intermediate,
-        max_position_embeddings=size.max_positions,
+        hidden_size=shape.hidden,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads or shape.heads,
+        intermediate_size=shape.intermediate,
+        max_position_embeddings=shape.max_positions,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id,  # type: ignore[attr-defined]
         eos_token_id=tokenizer.eos_token_id,  # type: ignore[attr-defined]
@@ -456,7 +479,11 @@ def save_model(model: object, tokenizer: object, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
-        model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[attr-defined]
+        if is_lora(model):  # a snapshot mid-run: the merged weights, as every evaluator loads
+            base = model.get_base_model()  # type: ignore[attr-defined]
+            base.save_pretrained(tmp, state_dict=merged_state_dict(model), safe_serialization=True)
+        else:
+            model.save_pretrained(tmp, safe_serialization=True)  # type: ignore[attr-defined]
         tokenizer.save_pretrained(tmp)  # type: ignore[attr-defined]
         if path.exists():
             shutil.rmtree(path)
@@ -474,22 +501,47 @@ def forward_logits(model: object, batch: dict[str, Tensor]) -> Tensor:
     return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # type: ignore[operator]
 
 
+# LoRA's default targets, by the names architectures give their attention's query and value
+# projections (the LoRA paper's choice): Llama, Mistral, Qwen, Phi-3 ... name them q_proj/v_proj;
+# GPT-2 fuses them in c_attn, GPT-NeoX/Pythia in query_key_value. Any other architecture gets
+# every linear layer but the output head (PEFT's "all-linear").
+_LORA_TARGETS = (("q_proj", "v_proj"), ("c_attn",), ("query_key_value",), ("Wqkv",))
+
+
+def lora_targets(model: object) -> list[str] | str:
+    """The modules LoRA adapts in `model` when none are given, found from its architecture."""
+    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}  # type: ignore[attr-defined]
+    for targets in _LORA_TARGETS:
+        if set(targets) <= names:
+            return list(targets)
+    return "all-linear"
+
+
 def apply_lora(
     model: object,
     *,
     rank: int = 8,
     alpha: int = 16,
-    target_modules: Sequence[str] = ("q_proj", "v_proj"),
+    target_modules: Sequence[str] | None = None,
 ):
-    """Wrap `model` with PEFT LoRA adapters; only the adapters train."""
+    """Wrap `model` with PEFT LoRA adapters (on `target_modules`, default: found from the
+    architecture by `lora_targets`); only the adapters train."""
     from peft import LoraConfig, get_peft_model
 
     if rank < 1:
         raise ConfigError(f"train.lora_rank must be >= 1, got {rank}")
+    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}  # type: ignore[attr-defined]
+    missing = [t for t in target_modules or () if t not in names]
+    if missing:
+        raise ConfigError(
+            f"lora_targets: this model has no module named {', '.join(missing)}",
+            "name modules it has (the last part of a name in model.named_modules()), or leave "
+            "lora_targets unset to find them from the architecture",
+        )
     config = LoraConfig(
         r=rank,
         lora_alpha=alpha,
-        target_modules=list(target_modules),
+        target_modules=list(target_modules) if target_modules else lora_targets(model),
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
     )
@@ -499,6 +551,55 @@ def apply_lora(
 def merge_lora(model: object):
     """Fold the adapters into the base weights so plain `transformers` loads the result."""
     return model.merge_and_unload()  # type: ignore[attr-defined]
+
+
+def is_lora(model: object) -> bool:
+    return hasattr(model, "disable_adapter") and hasattr(model, "get_base_model")
+
+
+def merged_state_dict(model: object) -> dict[str, Tensor]:
+    """The base architecture's weights with the LoRA adapters folded in, computed aside (the
+    trained model keeps its adapters and its base weights bit for bit): what a snapshot saves
+    mid-run, without the second full copy `merge_and_unload` on a deep copy would need on GPU."""
+    from peft.tuners.lora import LoraLayer
+
+    base = model.get_base_model()  # type: ignore[attr-defined]
+    merged: dict[str, Tensor] = {}
+    for name, module in base.named_modules():
+        if isinstance(module, LoraLayer):
+            layer = module.get_base_layer()
+            delta = sum(module.get_delta_weight(a) for a in module.active_adapters)
+            merged[f"{name}.weight"] = (layer.weight + delta).to(layer.weight.dtype).detach()
+            if getattr(layer, "bias", None) is not None:
+                merged[f"{name}.bias"] = layer.bias.detach()
+    for key, value in base.state_dict().items():
+        if "lora_" not in key:
+            merged.setdefault(key.replace(".base_layer.", "."), value.detach())
+    return merged
+
+
+class AdaptersDisabled:
+    """A LoRA-wrapped model seen with its adapters off: the start model, the reference a method
+    compares against, without a second copy of the weights. Called like the model (no grad)."""
+
+    def __init__(self, model: object) -> None:
+        self.model = model
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        with torch.no_grad(), self.model.disable_adapter():  # type: ignore[attr-defined]
+            return self.model(*args, **kwargs)  # type: ignore[operator]
+
+    def parameters(self, recurse: bool = True):  # noqa: ANN201 - torch's iterator
+        return self.model.parameters(recurse)  # type: ignore[attr-defined]
+
+    def modules(self):  # noqa: ANN201
+        return self.model.modules()  # type: ignore[attr-defined]
+
+    def eval(self) -> AdaptersDisabled:
+        return self
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.model, name)
 
 
 def hidden_states_at(model: object, batch: dict[str, Tensor], layer: int) -> Tensor:

@@ -62,6 +62,7 @@ class Miniature:
     seed: int = 0
     train: TrainConfig | None = None  # the user's train.* options for finetuned/retain models
     progress: bool = True
+    size: str = "auto"  # model.size: the built-in model's shape
     timings: dict[str, float] = field(default_factory=dict)  # wall time of this run per stage
 
     @cached_property
@@ -87,8 +88,9 @@ class Miniature:
         data = self.data
         started = time.perf_counter()
         base = pretrain_base(
-            self.out, data, scale=self.scale, seed=self.seed, progress=self.progress
-        )
+            self.out, data, scale=self.scale, seed=self.seed, progress=self.progress,
+            size=self.size,
+        )  # fmt: skip
         self.timings["pretrain"] = time.perf_counter() - started
         return base
 
@@ -352,7 +354,7 @@ def is_miniature(config: RunConfig, model: str | None, data: str | None) -> bool
 
 
 def miniature(config: RunConfig, out: Path, *, progress: bool) -> Miniature:
-    return Miniature(out, config.scale, config.seed, config.train, progress)
+    return Miniature(out, config.scale, config.seed, config.train, progress, size=config.model.size)
 
 
 def resolve(

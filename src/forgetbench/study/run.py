@@ -296,7 +296,12 @@ def unlearn_split(
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
-    from forgetbench.study.unlearn import forget_records, resolve_method, retain_split_for
+    from forgetbench.study.unlearn import (
+        forget_records,
+        resolve_method,
+        retain_split_for,
+        unlearn_lora,
+    )
     from forgetbench.train.unlearn import run_unlearning
 
     config = method_config(config, name, seed)
@@ -309,7 +314,7 @@ def unlearn_split(
         template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
         split=split, max_length=study.max_length,
         snapshot_every=config.unlearn.snapshot_every, progress=False,
-        trust_remote_code=config.model.trust_remote_code,
+        trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
     )  # fmt: skip
     return result, loop
 

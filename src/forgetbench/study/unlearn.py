@@ -79,6 +79,14 @@ def resolve_method(
     return loop, build_method(name, {**options, **user})
 
 
+def unlearn_lora(config: RunConfig) -> dict[str, object] | None:
+    """`apply_lora`'s options from `unlearn.lora*`, or None to train every weight."""
+    u = config.unlearn
+    if not u.lora:
+        return None
+    return {"rank": u.lora_rank, "alpha": u.lora_alpha, "target_modules": u.lora_targets}
+
+
 def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:
     # TOFU's unlearning recipe (forgetbench/presets/tofu.yaml), the same for every method.
     from forgetbench.train.presets import unlearn_preset
@@ -115,4 +123,5 @@ def unlearn_command(
         snapshot_every=config.unlearn.snapshot_every,
         progress=progress,
         trust_remote_code=config.model.trust_remote_code,
+        lora=unlearn_lora(config),
     )

@@ -153,7 +153,13 @@ def build_tokenizer(run_dir: Path, data_dir: Path, *, scale: str) -> Path:
 
 
 def pretrain_base(
-    run_dir: str | Path, data_dir: str | Path, *, scale: str, seed: int = 0, progress: bool = True
+    run_dir: str | Path,
+    data_dir: str | Path,
+    *,
+    scale: str,
+    seed: int = 0,
+    progress: bool = True,
+    size: str = "auto",
 ) -> StageResult:
     """The base model: a fresh tiny Llama trained with plain LM loss on the background corpus."""
     from transformers import AutoTokenizer
@@ -169,11 +175,13 @@ def pretrain_base(
         background_qa_repeats=recipe.background_qa_repeats,
     )
     name = f"tiny-llama:{scale}:seed{seed}:tokenizer={Path(tokenizer.name_or_path).name}"
+    if size != "auto":  # the scale's own shape keeps the name every cached base was made under
+        name += f":size={size}"
     return run_stage(
         run_dir,
         name="pretrain",
         parent=name,
-        parent_model=(build_tiny_model(tokenizer, scale=scale, seed=seed), tokenizer),
+        parent_model=(build_tiny_model(tokenizer, scale=scale, seed=seed, size=size), tokenizer),
         examples=examples,
         config=recipe.pretrain,
         progress=progress,

@@ -41,13 +41,17 @@ from forgetbench.methods.base import (
     UnlearnMethod,
 )
 from forgetbench.modeling import (
+    AdaptersDisabled,
     Encoded,
     PromptTemplate,
+    apply_lora,
     collate,
     encode_prompt_answer,
     forward_logits,
     hidden_states_at,
+    is_lora,
     load_model,
+    merge_lora,
     save_model,
 )
 from forgetbench.records import QARecord
@@ -352,7 +356,9 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
     method's constants on that device) and, for a two-task method, its step hook."""
     needs = set(method.required_inputs())
     frozen = None
-    if needs & _FROZEN_MODEL_FIELDS:
+    if needs & _FROZEN_MODEL_FIELDS and is_lora(model):
+        frozen = AdaptersDisabled(model)  # the start model is the base weights: no second copy
+    elif needs & _FROZEN_MODEL_FIELDS:
         frozen = copy.deepcopy(model).eval()  # a copy of a placed model sits on its device
         frozen.requires_grad_(False)
     constants = (
@@ -372,7 +378,12 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
 
 
 def unlearn_key(
-    method: UnlearnMethod, config: LoopConfig, parent: str, items: Iterable[UnlearnItem]
+    method: UnlearnMethod,
+    config: LoopConfig,
+    parent: str,
+    items: Iterable[UnlearnItem],
+    *,
+    lora: dict[str, Any] | None = None,
 ) -> str:
     header = {
         "method": method.name,
@@ -380,6 +391,7 @@ def unlearn_key(
         "config": config_key(config),
         "parent": parent,
         "version": __version__,
+        **({"lora": lora} if lora else {}),  # absent without LoRA: earlier runs keep their keys
     }
     # Alternate answers count only where a method reads them, so no other method's key changed.
     return inputs_key(
@@ -407,9 +419,12 @@ def run_unlearning(
     snapshot_every: int = 0,
     progress: bool = True,
     trust_remote_code: bool = False,
+    lora: dict[str, Any] | None = None,
 ) -> UnlearnResult:
     """Unlearn `forget` from the model at `model_dir`; snapshots every `snapshot_every` steps
-    (0 = each epoch) become `snapshots/step-N/` model folders for trajectory evaluation."""
+    (0 = each epoch) become `snapshots/step-N/` model folders for trajectory evaluation. With
+    `lora` (`apply_lora`'s options) only adapters train, a reference model is the same weights
+    with the adapters off, and every saved model has the adapters merged in."""
     needs = set(method.required_inputs())
     alternates = bool(needs & ALTERNATE_FIELDS)
     if alternates:
@@ -433,8 +448,9 @@ def run_unlearning(
         alternates=alternates,
     )
     key = unlearn_key(
-        method, config, model_fingerprint(Path(model_dir)), (i for e in plan for i in e)
-    )
+        method, config, model_fingerprint(Path(model_dir)), (i for e in plan for i in e),
+        lora=lora,
+    )  # fmt: skip
     folder = Path(run_dir) / "unlearn" / f"{method.name}-{split}-{key}"
     # The start model's snapshot is whatever folder this run was given, not the one recorded.
     start = (0, Path(model_dir))
@@ -448,6 +464,8 @@ def run_unlearning(
         plan = with_reference_logps(
             model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
         )
+        if lora:
+            model = apply_lora(model, **lora)
         loss, hook = method_loss(method, model)
 
         from accelerate import PartialState
@@ -488,6 +506,8 @@ def run_unlearning(
                 f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
             ) from None
         seconds = time.perf_counter() - started
+        if lora:
+            model = merge_lora(model)
         model.requires_grad_(True)
         # Read the snapshots back from disk: after a resume, steps saved before the kill count too.
         snapshots = [start] + sorted(

@@ -324,15 +324,29 @@ def _path_report(
     }
 
 
-def matmul_peak_flop_per_s(size: int = 2048, repeats: int = 5) -> float:
-    """The best of `repeats` float32 (size x size) @ (size x size) products, in FLOP/s: the rate a
-    dense, cache-friendly kernel reaches on this machine's threads, which no model step exceeds."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def matmul_peak_flop_per_s(
+    size: int = 2048, repeats: int = 5, device: torch.device | None = None
+) -> float:
+    """The best of `repeats` float32 (size x size) @ (size x size) products, in FLOP/s, on the
+    device the models run on (`model.device`): the rate a dense, cache-friendly kernel reaches
+    there, which no model step exceeds. On a GPU the products are larger (8192) and synchronised,
+    or launch latency would be timed instead of arithmetic."""
+    from forgetbench.device import default_device
+
+    device = device or default_device()
+    cuda = device.type == "cuda"
+    if cuda:
+        size = max(size, 8192)
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     torch.mm(a, b)  # warm the kernel and its thread pool
     best = float("inf")
     for _ in range(repeats):
+        if cuda:
+            torch.cuda.synchronize(device)
         started = time.perf_counter()
         torch.mm(a, b)
+        if cuda:
+            torch.cuda.synchronize(device)
         best = min(best, time.perf_counter() - started)
     return 2 * size**3 / best
 

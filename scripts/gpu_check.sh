@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU check: run it whenever a GPU is lent (at most 8 minutes on one H100/H200). Prepare
+# here with `bash scripts/gpu_wheels.sh`, then on the device, carrying .whl:
+#     bash scripts/gpu_check.sh          (writes $OUT/gpu_check.json and $OUT/logs/*)
+# Steps: the GPU-marked tests, peak memory of one step of every method (LoRA on the 8B-shaped
+# Llama in bf16, full-parameter on the 1B-shaped one), `bench eval` with the GPU's own matmul
+# peak, and the small built-in study on CUDA (every method, shadows, attacks), each timed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-runs/gpu_check}
+mkdir -p "$OUT/logs"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=$PWD/src:$PWD/tests${PYTHONPATH:+:$PYTHONPATH}
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 FORGETBENCH_CACHE=/tmp/forgetbench-cache
+PY=python3
+FB="$PY -m forgetbench.cli"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/logs/gpu.txt" 2>&1
+
+step() {  # step NAME TIMEOUT COMMAND...: run, log, record seconds and exit code
+  local name=$1 limit=$2; shift 2
+  local started=$(date +%s.%N)
+  timeout "$limit" "$@" > "$OUT/logs/$name.log" 2>&1
+  local code=$?
+  echo "{\"step\": \"$name\", \"exit\": $code, \"seconds\": $(awk "BEGIN{print $(date +%s.%N) - $started}")}" >> "$OUT/steps.jsonl"
+}
+
+rm -f "$OUT/steps.jsonl"
+step pytest_gpu 120 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
+step memory_8b_lora 150 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
+step memory_1b_full 90 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
+step bench_eval 90 $FB bench eval --scale small --json
+step study_small 240 $FB run --scale small --splits forget10 --out "$OUT/study" --no-progress --json
+
+$PY - "$OUT" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+summary = {"gpu": (out / "logs/gpu.txt").read_text().strip(), "steps": []}
+for line in (out / "steps.jsonl").read_text().splitlines():
+    step = json.loads(line)
+    log = (out / "logs" / f"{step['step']}.log").read_text(errors="replace").splitlines()
+    if step["step"].startswith("memory"):
+        step["methods"] = [json.loads(l) for l in log if l.startswith("{")]
+    elif step["step"] in ("bench_eval", "study_small"):
+        rows = [l for l in log if l.startswith("{")]
+        if rows:
+            result = json.loads(rows[-1])
+            step["result"] = {k: v for k, v in result.items() if k not in ("rows", "config")}
+    else:
+        step["tail"] = log[-3:]
+    summary["steps"].append(step)
+(out / "gpu_check.json").write_text(json.dumps(summary, indent=1))
+print(json.dumps(summary)[:6000])
+PY

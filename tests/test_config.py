@@ -54,3 +54,86 @@ def test_bad_files(tmp_path):
     unknown.write_text("model:\n  nmae: x\n")
     with pytest.raises(ConfigError, match=r"unknown config key 'model.nmae' in .*unknown.yaml"):
         load_config(unknown)
+
+
+def _float_keys() -> list[str]:
+    from forgetbench.config import RunConfig
+    from forgetbench.options import _fields
+
+    return [key for key, info in _fields(RunConfig) if info.annotation in (float, float | None)]
+
+
+def test_the_config_has_float_keys_to_check():
+    # The test below covers every float key; it would pass vacuously on none.
+    assert {"train.warmup_epochs", "eval.mia_rmia_gamma", "attack.relearn_lr"} <= set(_float_keys())
+
+
+@pytest.mark.parametrize("key", _float_keys())
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "inf"])
+def test_every_float_key_refuses_infinity_and_nan(key, value):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [f"{key}={value}"])
+    assert f"invalid value {key}=" in str(info.value)
+    assert "finite number" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("out=", "out in command line is empty"),
+        ("model.name=", "model.name in command line is empty"),
+        ("benchmark.path=", "benchmark.path in command line is empty"),
+        ("unlearn.refusals_file=", "unlearn.refusals_file in command line is empty"),
+        ("study.retain_logs={forget10: ''}", "study.retain_logs.forget10 in command line is empty"),
+        ("study.methods=[]", "study.methods in command line is empty"),
+        ("study.splits=[]", "study.splits in command line is empty"),
+    ],
+)
+def test_empty_names_paths_and_lists_are_refused(override, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [override])
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("study.methods=[npo, rmu, npo]", "study.methods in command line repeats 'npo'"),
+        ("study.splits=[forget05, forget05]", "study.splits in command line repeats 'forget05'"),
+        ("study.attacks=[quantize, quantize]", "study.attacks in command line repeats 'quantize'"),
+        ("attack.quantize=[int8, int8]", "attack.quantize in command line repeats 'int8'"),
+        ("eval.lm_eval_tasks=[mmlu, mmlu]", "eval.lm_eval_tasks in command line repeats 'mmlu'"),
+    ],
+)
+def test_repeated_list_items_are_refused(override, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(None, [override])
+    assert message in str(info.value)
+
+
+def test_a_method_option_list_is_the_methods_to_check():
+    # Method options are free-form (a method may take a list with repeats); the config checks
+    # its own lists only.
+    from forgetbench.config import _lists
+
+    config = load_config(None, ["study.method_settings={npo: {options: {beta: 0.2}}}"])
+    assert sorted(key for key, _ in _lists(config, "")) == [
+        "attack.quantize",
+        "eval.lm_eval_tasks",
+        "study.attacks",
+        "study.methods",
+        "study.seeds",
+        "study.splits",
+    ]
+
+
+@pytest.mark.parametrize("shadows", [0, 2, 64])
+def test_mia_shadows_zero_or_at_least_two_are_accepted(shadows):
+    assert load_config(None, [f"eval.mia_shadows={shadows}"]).eval.mia_shadows == shadows
+
+
+def test_one_mia_shadow_is_refused_with_the_config():
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["eval.mia_shadows=1"])
+    assert "eval.mia_shadows=1" in str(info.value)
+    assert "needs 0 (no shadow attacks) or at least 2: LiRA and RMIA" in str(info.value)

@@ -137,3 +137,42 @@ def test_one_mia_shadow_is_refused_with_the_config():
         load_config(None, ["eval.mia_shadows=1"])
     assert "eval.mia_shadows=1" in str(info.value)
     assert "needs 0 (no shadow attacks) or at least 2: LiRA and RMIA" in str(info.value)
+
+
+def test_a_key_given_twice_in_a_config_file_names_the_key_and_lines(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("scale: tiny\ntrain:\n  lr: 0.001\neval:\n  mia: false\ntrain:\n  epochs: 2\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(
+        f"{path} line 6: key 'train' is given twice (first on line 2)"
+    )
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("train:\n  lr: 0.001\n  epochs: 2\n  lr: 0.01\n")
+    with pytest.raises(ConfigError, match="line 4: key 'lr' is given twice"):
+        load_config(nested)
+
+
+def test_a_sweep_file_with_a_key_given_twice_is_refused(tmp_path):
+    from forgetbench.study.sweep import read_spec
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("sweep:\n  methods:\n    npo: {unlearn.lr: [1.0e-3]}\n    npo: null\n")
+    with pytest.raises(ConfigError, match="line 4: key 'npo' is given twice"):
+        read_spec(path)
+
+
+def test_a_key_given_twice_in_an_override_is_refused():
+    with pytest.raises(ConfigError, match="gives the key 'forget10' twice"):
+        load_config(None, ["study.retain_logs={forget10: a, forget10: b}"])
+
+
+def test_yaml_merge_keys_may_still_be_overridden(tmp_path):
+    # `<<: *base` then a key of the base is an override YAML defines, not a repeat.
+    merged = tmp_path / "merged.yaml"
+    merged.write_text(
+        "study:\n  method_settings:\n    npo: &s {lr: 0.001, epochs: 3}\n"
+        "    rmu:\n      <<: *s\n      lr: 0.01\n"
+    )
+    settings = load_config(merged).study.method_settings
+    assert (settings["rmu"].lr, settings["rmu"].epochs) == (0.01, 3)

@@ -425,12 +425,46 @@ def _lists(node: Any, key: str) -> list[tuple[str, list[Any]]]:
     return []
 
 
+class _RepeatedKey(Exception):
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        self.key, self.line, self.first = key, line, first
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys in a mapping and drops the first without a word
+    (a second `train:` section silently replaces the first); here a repeated key is an error."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = first_line.get(key)
+            except TypeError:  # an unhashable key: the base loader reports it
+                continue
+            if seen is not None:
+                raise _RepeatedKey(key, key_node.start_mark.line + 1, seen)
+            first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file '{path}' does not exist", "check the --config path")
     text = read_text(path, error=ConfigError)
     try:
-        data = yaml.safe_load(text)
+        data = _load_yaml(text)
+    except _RepeatedKey as exc:
+        raise ConfigError(
+            f"{path} line {exc.line}: key '{exc.key}' is given twice (first on line {exc.first})",
+            "keep one; the first would otherwise be dropped without a word",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -454,7 +488,11 @@ def _parse_override(text: str) -> tuple[str, Any]:
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{text}' is not of the form key=value", "e.g. train.lr=2e-5")
     try:
-        value = yaml.safe_load(raw) if raw else ""
+        value = _load_yaml(raw) if raw else ""
+    except _RepeatedKey as exc:
+        raise ConfigError(
+            f"override '{text}' gives the key '{exc.key}' twice", "keep one"
+        ) from None
     except yaml.YAMLError:
         value = raw
     return key, value

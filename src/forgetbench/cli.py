@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -320,12 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--address", help="Ray cluster address (default: start a local Ray for the sweep)"
     )
-    sweep.add_argument(
-        "--cpus-per-trial", type=float, default=1.0, help="CPUs a Ray task declares (default: 1)"
-    )
-    sweep.add_argument(
-        "--gpus-per-trial", type=float, default=0.0, help="GPUs a Ray task declares (default: 0)"
-    )
+    # Unset by default, so that one given with the process executor is refused, not dropped.
+    sweep.add_argument("--cpus-per-trial", type=float, help="CPUs a Ray task declares (default: 1)")
+    sweep.add_argument("--gpus-per-trial", type=float, help="GPUs a Ray task declares (default: 0)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     meta = command(
@@ -832,12 +830,9 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.out is None:
         raise _UsageError("forgetbench sweep: --out is required", "see 'forgetbench sweep --help'")
+    _check_executor_options(args)
     spec = read_spec(args.config)
     config = _resolve_config(args)
-    if args.executor != "ray" and (args.address or args.gpus_per_trial):
-        raise _UsageError(
-            "--address and --gpus-per-trial are for --executor ray", "add --executor ray"
-        )
     workers = study_workers(config, args.model)
     if args.executor == "ray":
         from forgetbench.study.ray_executor import RayPool
@@ -845,8 +840,8 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         pool = RayPool(
             address=args.address,
             workers=workers,
-            cpus=args.cpus_per_trial,
-            gpus=args.gpus_per_trial,
+            cpus=1.0 if args.cpus_per_trial is None else args.cpus_per_trial,
+            gpus=args.gpus_per_trial or 0.0,
         )
     else:
         pool = make_pool(workers)
@@ -870,6 +865,36 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         print(f"preset:  {out / PRESET_FILE} (forgetbench run --config {out / PRESET_FILE})")
         print(f"results: {out / SWEEP_FILE}; report: {out / REPORT_FILE}")
     return {"selected": result["selected"], "preset": str(out / PRESET_FILE)}
+
+
+def _check_executor_options(args: argparse.Namespace) -> None:
+    """The Ray options only with --executor ray, and resources a Ray task can declare."""
+    ray_options = {
+        "--address": args.address,
+        "--cpus-per-trial": args.cpus_per_trial,
+        "--gpus-per-trial": args.gpus_per_trial,
+    }
+    given = [option for option, value in ray_options.items() if value is not None]
+    if args.executor != "ray" and given:
+        raise _UsageError(
+            f"forgetbench sweep --executor {args.executor} does not use {given[0]}: it is for "
+            "--executor ray",
+            f"add --executor ray, or drop {given[0]}",
+        )
+    if args.cpus_per_trial is not None and not (
+        math.isfinite(args.cpus_per_trial) and args.cpus_per_trial > 0
+    ):
+        raise _UsageError(
+            f"--cpus-per-trial {args.cpus_per_trial:g}: a trial needs a positive number of CPUs",
+            "e.g. --cpus-per-trial 1 (or 0.5 to pack two trials on a core)",
+        )
+    if args.gpus_per_trial is not None and not (
+        math.isfinite(args.gpus_per_trial) and args.gpus_per_trial >= 0
+    ):
+        raise _UsageError(
+            f"--gpus-per-trial {args.gpus_per_trial:g}: a trial declares 0 or more GPUs",
+            "e.g. --gpus-per-trial 1, or 0.5 to share a GPU between two trials",
+        )
 
 
 def _meta_eval(args: argparse.Namespace) -> dict[str, Any]:

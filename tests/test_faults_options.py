@@ -86,6 +86,25 @@ REFUSED = {
     "eval --scale": (["eval", "--model", "m", "--data", "d", "--scale", "tiny"], "--scale"),
     "eval train.lr": (["eval", "--model", "m", "--data", "d", "train.lr=1e-3"], "train.lr"),
     "eval full split": (["eval", "--model", "m", "--data", "d", "--split", "full"], "--split"),
+    "run --methods ''": (["run", "--methods", ""], "--methods is empty"),
+    "run --methods npo,npo": (["run", "--methods", "npo,npo"], "--methods repeats 'npo'"),
+    "run --splits repeated": (
+        ["run", "--splits", "forget05,forget01,forget05"],
+        "--splits repeats 'forget05'",
+    ),
+    "run train.warmup_epochs=inf": (
+        ["run", "--scale", "tiny", "train.warmup_epochs=inf"],
+        "train.warmup_epochs='inf' in command line: input should be a finite number",
+    ),
+    "run eval.mia_rmia_gamma=inf": (
+        ["run", "--scale", "tiny", "eval.mia_rmia_gamma=.inf"],
+        "eval.mia_rmia_gamma=inf",
+    ),
+    "run eval.mia_shadows=1": (["run", "--scale", "tiny", "eval.mia_shadows=1"], "mia_shadows=1"),
+    "attack attack.relearn_lr=inf": (
+        ["attack", "--scale", "tiny", "attack.relearn_lr=inf"],
+        "attack.relearn_lr",
+    ),
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
     "bench eval --seed with --model": (
@@ -205,3 +224,23 @@ def test_a_bad_refusals_file_is_refused_before_any_training(tmp_path, capsys, mo
         err = capsys.readouterr().err
         assert code == 2 and err.count("error:") == 1 and str(bad) in err and "Traceback" not in err
     assert not (tmp_path / "o" / "models").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["data", "generate", "--scale", "tiny", "--out", ""],
+        ["run", "--scale", "tiny", "--out", ""],
+        ["finetune", "--scale", "tiny", "--out", ""],
+        ["run", "--scale", "tiny", "out="],
+    ],
+)
+def test_an_empty_output_path_is_refused_not_the_current_folder(
+    capsys, tmp_path, monkeypatch, tripwire, argv
+):
+    monkeypatch.chdir(tmp_path)
+    code = main(argv)
+    line = _one_error_line(capsys, code, "empty")
+    assert "--out is '' (an empty path)" in line or "out in command line is empty" in line
+    assert tripwire == []
+    assert list(tmp_path.iterdir()) == []

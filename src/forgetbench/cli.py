@@ -144,6 +144,10 @@ def _check_output_folder(args: argparse.Namespace) -> None:
     """Every command that writes refuses an unusable output folder here, before any data, model
     or training work. A folder a command picks itself (run's config `out`, sanity's default) is
     checked by that command as soon as it knows it."""
+    dest, label = getattr(args, "output", None) or (None, None)
+    if dest and getattr(args, dest, None) == "":
+        # Path("") is the current folder: an empty --out would write there.
+        raise ConfigError(f"{label} is '' (an empty path)", "give a folder name")
     folder = _output_folder(args)
     if folder is not None:
         require_writable_dir(folder[0], option=folder[1])

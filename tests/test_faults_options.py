@@ -105,6 +105,22 @@ REFUSED = {
         ["attack", "--scale", "tiny", "attack.relearn_lr=inf"],
         "attack.relearn_lr",
     ),
+    "finetune forget split (--model)": (
+        ["finetune", "--model", "m", "--data", "d", "--split", "forget10"],
+        "finetune --split forget10: finetune trains the finetuned model (full) or a retain model",
+    ),
+    "unlearn refusals_file (grad_ascent)": (
+        ["unlearn", "--method", "grad_ascent", "unlearn.refusals_file=refusals.txt"],
+        "does not use unlearn.refusals_file: only idk and dpo read refusals, and grad_ascent",
+    ),
+    "unlearn refusals_file (--model, npo)": (
+        ["unlearn", "--model", "m", "--data", "d", "--method", "npo", "unlearn.refusals_file=r"],
+        "does not use unlearn.refusals_file",
+    ),
+    "run refusals_file (npo, rmu)": (
+        ["run", "--methods", "npo,rmu", "unlearn.refusals_file=refusals.txt"],
+        "only idk and dpo read refusals, and npo, rmu do not",
+    ),
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
     "bench eval --seed with --model": (

@@ -430,17 +430,47 @@ def _refuse_unused(
         from forgetbench.train.mini import check_mini_train_options
 
         check_mini_train_options(config.train)
-        if command == "finetune" and config.benchmark.split not in ("full", *RETAIN_SPLITS):
-            raise ConfigError(
-                f"forgetbench finetune --split {config.benchmark.split}: the miniature trains "
-                "the finetuned model (full) or a retain model",
-                "use --split full, retain90, retain95 or retain99",
-            )
+    if command == "finetune" and config.benchmark.split not in ("full", *RETAIN_SPLITS):
+        # Finetuning on a forget split would train a model named retain-forget10 on the very
+        # questions a retain model must never have seen.
+        raise ConfigError(
+            f"forgetbench finetune --split {config.benchmark.split}: finetune trains the "
+            "finetuned model (full) or a retain model (retainNN), not on a forget split",
+            "use --split full, retain90, retain95 or retain99",
+        )
+    if "unlearn.refusals_file" in (key for _, key in typed) and command in ("unlearn", "run"):
+        _refuse_unread_refusals(command, config)
     forget_split = config.benchmark.split in FORGET_SPLITS
     if command in ("unlearn", "eval") and config.benchmark.name != "lume" and not forget_split:
         raise ConfigError(
             f"forgetbench {command} --split {config.benchmark.split} is not a forget split",
             f"use one of {', '.join(FORGET_SPLITS)}",
+        )
+
+
+def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
+    """unlearn.refusals_file on the command line of a run whose methods never answer with a
+    refusal: refused, like any option the command would not read."""
+    from forgetbench.methods.base import build_method, method_names
+
+    def reads_refusals(name: str, options: dict[str, Any]) -> bool:
+        return "refusal_logps" in build_method(name, options).required_inputs()
+
+    readers = [name for name in method_names() if reads_refusals(name, {})]
+    if command == "unlearn":
+        chosen = {config.unlearn.method: dict(config.method)}
+    else:
+        settings = config.study.method_settings
+        chosen = {
+            m: dict(settings[m].options) if m in settings else {} for m in config.study.methods
+        }
+    if not any(reads_refusals(name, options) for name, options in chosen.items()):
+        methods = ", ".join(chosen)
+        raise ConfigError(
+            f"forgetbench {command} does not use unlearn.refusals_file: only "
+            f"{' and '.join(readers)} read refusals, and {methods} "
+            f"{'does' if len(chosen) == 1 else 'do'} not",
+            f"drop unlearn.refusals_file, or unlearn with {' or '.join(readers)}",
         )
 
 

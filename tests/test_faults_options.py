@@ -121,6 +121,34 @@ REFUSED = {
         ["run", "--methods", "npo,rmu", "unlearn.refusals_file=refusals.txt"],
         "only idk and dpo read refusals, and npo, rmu do not",
     ),
+    "run retain_logs (miniature)": (
+        ["run", "--scale", "tiny", "study.retain_logs={forget10: /nonexistent}"],
+        "study.retain_logs names a retain model's evaluation for a study of your own model",
+    ),
+    "run retain_logs missing (--model)": (
+        ["run", "--model", "m", "--data", "d", "study.retain_logs={forget10: /nonexistent}"],
+        "study.retain_logs.forget10: '/nonexistent' does not exist",
+    ),
+    "run retain_logs unknown split": (
+        ["run", "--model", "m", "--data", "d", "study.retain_logs={forget1O: /nonexistent}"],
+        "unknown split in study.retain_logs 'forget1O'; did you mean 'forget10'?",
+    ),
+    "run mia_shadow_models missing": (
+        ["run", "--model", "m", "--data", "d", "study.mia_shadow_models={forget05: [/no/s0.json]}"],
+        "study.mia_shadow_models.forget05: '/no/s0.json' does not exist",
+    ),
+    "eval lm_eval_include_path missing": (
+        [
+            "eval",
+            "--model",
+            "m",
+            "--data",
+            "d",
+            "eval.lm_eval_tasks=[mmlu]",
+            "eval.lm_eval_include_path=/nonexistent",
+        ],
+        "eval.lm_eval_include_path: '/nonexistent' is not a folder",
+    ),  # fmt: skip
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
     "bench eval --seed with --model": (

@@ -474,6 +474,41 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
         )
 
 
+def _check_named_files(command: str, config: RunConfig, *, miniature: bool) -> None:
+    """The files and folders the config names, there before any data, model or training work:
+    the study reads them only after minutes of training."""
+    if command in ("run", "sweep"):
+        named = {
+            f"study.retain_logs.{split}": [path] for split, path in config.study.retain_logs.items()
+        }
+        named.update(
+            {
+                f"study.mia_shadow_models.{split}": list(files)
+                for split, files in config.study.mia_shadow_models.items()
+            }
+        )
+        for key in named:
+            split = key.rsplit(".", 1)[1]
+            if split not in FORGET_SPLITS:
+                raise UnknownNameError(f"split in {key.rsplit('.', 1)[0]}", split, FORGET_SPLITS)
+        if miniature and config.benchmark.name == "mini" and config.study.retain_logs:
+            raise ConfigError(
+                "study.retain_logs names a retain model's evaluation for a study of your own "
+                "model; the built-in miniature trains its own retain models",
+                "drop study.retain_logs, or pass --model and --data",
+            )
+        for key, paths in named.items():
+            for path in paths:
+                if not Path(path).exists():
+                    raise ConfigError(f"{key}: '{path}' does not exist", "check the path")
+    include = config.eval.lm_eval_include_path
+    if include is not None and config.eval.lm_eval_tasks and not Path(include).is_dir():
+        raise ConfigError(
+            f"eval.lm_eval_include_path: '{include}' is not a folder",
+            "give the folder of your lm-eval task files",
+        )
+
+
 def _resolve_config(args: argparse.Namespace) -> RunConfig:
     """Defaults, --config file, KEY=VALUE overrides, then the flags, as typed values."""
     command = args.command
@@ -494,6 +529,8 @@ def _resolve_config(args: argparse.Namespace) -> RunConfig:
         args.data = config.benchmark.path
     if command != "config":
         _refuse_unused(args, config, given)
+    if command in ("run", "sweep", "eval"):
+        _check_named_files(command, config, miniature=not args.model and not args.data)
     if config.unlearn.refusals_file and command in ("unlearn", "run"):
         from forgetbench.methods.refusals import load_refusals
 

@@ -86,6 +86,69 @@ REFUSED = {
     "eval --scale": (["eval", "--model", "m", "--data", "d", "--scale", "tiny"], "--scale"),
     "eval train.lr": (["eval", "--model", "m", "--data", "d", "train.lr=1e-3"], "train.lr"),
     "eval full split": (["eval", "--model", "m", "--data", "d", "--split", "full"], "--split"),
+    "run --methods ''": (["run", "--methods", ""], "--methods is empty"),
+    "run --methods npo,npo": (["run", "--methods", "npo,npo"], "--methods repeats 'npo'"),
+    "run --splits repeated": (
+        ["run", "--splits", "forget05,forget01,forget05"],
+        "--splits repeats 'forget05'",
+    ),
+    "run train.warmup_epochs=inf": (
+        ["run", "--scale", "tiny", "train.warmup_epochs=inf"],
+        "train.warmup_epochs='inf' in command line: input should be a finite number",
+    ),
+    "run eval.mia_rmia_gamma=inf": (
+        ["run", "--scale", "tiny", "eval.mia_rmia_gamma=.inf"],
+        "eval.mia_rmia_gamma=inf",
+    ),
+    "run eval.mia_shadows=1": (["run", "--scale", "tiny", "eval.mia_shadows=1"], "mia_shadows=1"),
+    "attack attack.relearn_lr=inf": (
+        ["attack", "--scale", "tiny", "attack.relearn_lr=inf"],
+        "attack.relearn_lr",
+    ),
+    "finetune forget split (--model)": (
+        ["finetune", "--model", "m", "--data", "d", "--split", "forget10"],
+        "finetune --split forget10: finetune trains the finetuned model (full) or a retain model",
+    ),
+    "unlearn refusals_file (grad_ascent)": (
+        ["unlearn", "--method", "grad_ascent", "unlearn.refusals_file=refusals.txt"],
+        "does not use unlearn.refusals_file: only idk and dpo read refusals, and grad_ascent",
+    ),
+    "unlearn refusals_file (--model, npo)": (
+        ["unlearn", "--model", "m", "--data", "d", "--method", "npo", "unlearn.refusals_file=r"],
+        "does not use unlearn.refusals_file",
+    ),
+    "run refusals_file (npo, rmu)": (
+        ["run", "--methods", "npo,rmu", "unlearn.refusals_file=refusals.txt"],
+        "only idk and dpo read refusals, and npo, rmu do not",
+    ),
+    "run retain_logs (miniature)": (
+        ["run", "--scale", "tiny", "study.retain_logs={forget10: /nonexistent}"],
+        "study.retain_logs names a retain model's evaluation for a study of your own model",
+    ),
+    "run retain_logs missing (--model)": (
+        ["run", "--model", "m", "--data", "d", "study.retain_logs={forget10: /nonexistent}"],
+        "study.retain_logs.forget10: '/nonexistent' does not exist",
+    ),
+    "run retain_logs unknown split": (
+        ["run", "--model", "m", "--data", "d", "study.retain_logs={forget1O: /nonexistent}"],
+        "unknown split in study.retain_logs 'forget1O'; did you mean 'forget10'?",
+    ),
+    "run mia_shadow_models missing": (
+        ["run", "--model", "m", "--data", "d", "study.mia_shadow_models={forget05: [/no/s0.json]}"],
+        "study.mia_shadow_models.forget05: '/no/s0.json' does not exist",
+    ),
+    "eval lm_eval_include_path missing": (
+        [
+            "eval",
+            "--model",
+            "m",
+            "--data",
+            "d",
+            "eval.lm_eval_tasks=[mmlu]",
+            "eval.lm_eval_include_path=/nonexistent",
+        ],
+        "eval.lm_eval_include_path: '/nonexistent' is not a folder",
+    ),  # fmt: skip
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
     "bench eval --seed with --model": (
@@ -205,3 +268,23 @@ def test_a_bad_refusals_file_is_refused_before_any_training(tmp_path, capsys, mo
         err = capsys.readouterr().err
         assert code == 2 and err.count("error:") == 1 and str(bad) in err and "Traceback" not in err
     assert not (tmp_path / "o" / "models").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["data", "generate", "--scale", "tiny", "--out", ""],
+        ["run", "--scale", "tiny", "--out", ""],
+        ["finetune", "--scale", "tiny", "--out", ""],
+        ["run", "--scale", "tiny", "out="],
+    ],
+)
+def test_an_empty_output_path_is_refused_not_the_current_folder(
+    capsys, tmp_path, monkeypatch, tripwire, argv
+):
+    monkeypatch.chdir(tmp_path)
+    code = main(argv)
+    line = _one_error_line(capsys, code, "empty")
+    assert "--out is '' (an empty path)" in line or "out in command line is empty" in line
+    assert tripwire == []
+    assert list(tmp_path.iterdir()) == []

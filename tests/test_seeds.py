@@ -32,7 +32,7 @@ def test_seeded_runs_log_to_a_folder_per_seed(tmp_path):
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("study.seeds=[1,1]", "study.seeds in command line repeats a seed"),
+        ("study.seeds=[1,1]", "study.seeds in command line repeats 1"),
         ("study.seeds=[-1]", "study.seeds.0"),
         ("study.method_settings={npo: {options: {betta: 1}}}", "study.method_settings.npo.options"),
         ("study.method_settings={npo: {lr: 2}}", "study.method_settings.npo.lr"),

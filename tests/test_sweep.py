@@ -145,6 +145,23 @@ def test_a_trial_config_is_checked_like_a_run():
     assert good.study.method_settings["npo"].options == {"beta": 0.3}
     with pytest.raises(ConfigError, match="betta"):
         trial_config(config, Trial("npo", 0, {"method.betta": 0.3}))
+    # A value out of range is the config's one-sentence error, as in a run, not pydantic's.
+    with pytest.raises(ConfigError, match=r"study\.method_settings\.npo\.lr=nan .*finite"):
+        trial_config(config, Trial("npo", 0, {"unlearn.lr": math.nan}))
+
+
+def test_a_range_bound_must_be_finite(tmp_path):
+    path = tmp_path / "sweep.yaml"
+    path.write_text(
+        "sweep:\n  search: random\n  trials: 2\n  methods:\n"
+        "    npo: {unlearn.lr: {low: 1.0e-4, high: .inf, log: true}}\n"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"invalid sweep\.methods\.npo\.unlearn\.lr\.high: "
+        "input should be a finite number",
+    ):
+        read_spec(path)
 
 
 @pytest.mark.parametrize(
@@ -157,6 +174,12 @@ def test_a_trial_config_is_checked_like_a_run():
         ({"space": {"unlearn.lr": []}}, "has no values"),
         ({"seeds": [1, 1]}, "distinct seeds"),
         ({"trials": 3}, "sweep.trials is for random search"),
+        ({"space": {"unlearn.lr": [math.nan]}}, "sweep value unlearn.lr=nan"),
+        ({"space": {"unlearn.epochs": [2, 0]}}, "sweep value unlearn.epochs=0"),
+        (
+            {"search": "random", "trials": 2, "space": {"unlearn.lr": {"low": 0.1, "high": 2}}},
+            "sweep value unlearn.lr=2.0",
+        ),
     ],
 )
 def test_bad_sweeps_fail_with_one_sentence(fields, message):
@@ -221,4 +244,49 @@ def test_the_sweep_command_refuses_what_it_does_not_read(tmp_path, capsys):
     assert "does not use --splits" in capsys.readouterr().err
     args = ["sweep", "--config", str(path), "--out", str(tmp_path / "o"), "--address", "x:1"]
     assert main(args) == 2
-    assert "--address and --gpus-per-trial are for --executor ray" in capsys.readouterr().err
+    assert "does not use --address: it is for --executor ray" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--cpus-per-trial", "2"], "--executor process does not use --cpus-per-trial"),
+        (["--gpus-per-trial", "0"], "--executor process does not use --gpus-per-trial"),
+        (["--executor", "ray", "--cpus-per-trial", "-1"], "--cpus-per-trial -1: a trial needs"),
+        (["--executor", "ray", "--cpus-per-trial", "0"], "--cpus-per-trial 0: a trial needs"),
+        (["--executor", "ray", "--cpus-per-trial", "nan"], "--cpus-per-trial nan: a trial"),
+        (["--executor", "ray", "--gpus-per-trial", "-0.5"], "--gpus-per-trial -0.5: a trial"),
+    ],
+)
+def test_executor_options_are_checked_before_any_work(
+    tmp_path, capsys, monkeypatch, options, message
+):
+    from forgetbench.cli import main
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("the sweep started before its executor options were checked")
+
+    monkeypatch.setattr("forgetbench.study.sweep.run_sweep", tripwire)
+    monkeypatch.setattr("forgetbench.study.sweep.read_spec", tripwire)
+    path = tmp_path / "sweep.yaml"
+    path.write_text("sweep:\n  methods: {npo: null}\n")
+    code = main(["sweep", "--config", str(path), "--out", str(tmp_path / "o"), *options])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+    assert message in err
+
+
+def test_a_nan_learning_rate_in_a_sweep_file_is_one_sentence(tmp_path, capsys):
+    from forgetbench.cli import main
+
+    path = tmp_path / "sweep.yaml"
+    for values, shown in (
+        ("[.nan]", "unlearn.lr=nan (npo): input should be a finite number"),
+        ("[1.0e-3, 2.0]", "unlearn.lr=2.0 (npo): input should be less than or equal to 1"),
+    ):
+        path.write_text(f"scale: tiny\nsweep:\n  methods:\n    npo: {{unlearn.lr: {values}}}\n")
+        code = main(["sweep", "--config", str(path), "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"error: {path}: sweep value {shown}" in err
+    assert not (tmp_path / "o" / "models").exists()

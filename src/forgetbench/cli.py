@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -143,6 +144,10 @@ def _check_output_folder(args: argparse.Namespace) -> None:
     """Every command that writes refuses an unusable output folder here, before any data, model
     or training work. A folder a command picks itself (run's config `out`, sanity's default) is
     checked by that command as soon as it knows it."""
+    dest, label = getattr(args, "output", None) or (None, None)
+    if dest and getattr(args, dest, None) == "":
+        # Path("") is the current folder: an empty --out would write there.
+        raise ConfigError(f"{label} is '' (an empty path)", "give a folder name")
     folder = _output_folder(args)
     if folder is not None:
         require_writable_dir(folder[0], option=folder[1])
@@ -320,12 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--address", help="Ray cluster address (default: start a local Ray for the sweep)"
     )
-    sweep.add_argument(
-        "--cpus-per-trial", type=float, default=1.0, help="CPUs a Ray task declares (default: 1)"
-    )
-    sweep.add_argument(
-        "--gpus-per-trial", type=float, default=0.0, help="GPUs a Ray task declares (default: 0)"
-    )
+    # Unset by default, so that one given with the process executor is refused, not dropped.
+    sweep.add_argument("--cpus-per-trial", type=float, help="CPUs a Ray task declares (default: 1)")
+    sweep.add_argument("--gpus-per-trial", type=float, help="GPUs a Ray task declares (default: 0)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     meta = command(
@@ -428,17 +430,82 @@ def _refuse_unused(
         from forgetbench.train.mini import check_mini_train_options
 
         check_mini_train_options(config.train)
-        if command == "finetune" and config.benchmark.split not in ("full", *RETAIN_SPLITS):
-            raise ConfigError(
-                f"forgetbench finetune --split {config.benchmark.split}: the miniature trains "
-                "the finetuned model (full) or a retain model",
-                "use --split full, retain90, retain95 or retain99",
-            )
+    if command == "finetune" and config.benchmark.split not in ("full", *RETAIN_SPLITS):
+        # Finetuning on a forget split would train a model named retain-forget10 on the very
+        # questions a retain model must never have seen.
+        raise ConfigError(
+            f"forgetbench finetune --split {config.benchmark.split}: finetune trains the "
+            "finetuned model (full) or a retain model (retainNN), not on a forget split",
+            "use --split full, retain90, retain95 or retain99",
+        )
+    if "unlearn.refusals_file" in (key for _, key in typed) and command in ("unlearn", "run"):
+        _refuse_unread_refusals(command, config)
     forget_split = config.benchmark.split in FORGET_SPLITS
     if command in ("unlearn", "eval") and config.benchmark.name != "lume" and not forget_split:
         raise ConfigError(
             f"forgetbench {command} --split {config.benchmark.split} is not a forget split",
             f"use one of {', '.join(FORGET_SPLITS)}",
+        )
+
+
+def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
+    """unlearn.refusals_file on the command line of a run whose methods never answer with a
+    refusal: refused, like any option the command would not read."""
+    from forgetbench.methods.base import build_method, method_names
+
+    def reads_refusals(name: str, options: dict[str, Any]) -> bool:
+        return "refusal_logps" in build_method(name, options).required_inputs()
+
+    readers = [name for name in method_names() if reads_refusals(name, {})]
+    if command == "unlearn":
+        chosen = {config.unlearn.method: dict(config.method)}
+    else:
+        settings = config.study.method_settings
+        chosen = {
+            m: dict(settings[m].options) if m in settings else {} for m in config.study.methods
+        }
+    if not any(reads_refusals(name, options) for name, options in chosen.items()):
+        methods = ", ".join(chosen)
+        raise ConfigError(
+            f"forgetbench {command} does not use unlearn.refusals_file: only "
+            f"{' and '.join(readers)} read refusals, and {methods} "
+            f"{'does' if len(chosen) == 1 else 'do'} not",
+            f"drop unlearn.refusals_file, or unlearn with {' or '.join(readers)}",
+        )
+
+
+def _check_named_files(command: str, config: RunConfig, *, miniature: bool) -> None:
+    """The files and folders the config names, there before any data, model or training work:
+    the study reads them only after minutes of training."""
+    if command in ("run", "sweep"):
+        named = {
+            f"study.retain_logs.{split}": [path] for split, path in config.study.retain_logs.items()
+        }
+        named.update(
+            {
+                f"study.mia_shadow_models.{split}": list(files)
+                for split, files in config.study.mia_shadow_models.items()
+            }
+        )
+        for key in named:
+            split = key.rsplit(".", 1)[1]
+            if split not in FORGET_SPLITS:
+                raise UnknownNameError(f"split in {key.rsplit('.', 1)[0]}", split, FORGET_SPLITS)
+        if miniature and config.benchmark.name == "mini" and config.study.retain_logs:
+            raise ConfigError(
+                "study.retain_logs names a retain model's evaluation for a study of your own "
+                "model; the built-in miniature trains its own retain models",
+                "drop study.retain_logs, or pass --model and --data",
+            )
+        for key, paths in named.items():
+            for path in paths:
+                if not Path(path).exists():
+                    raise ConfigError(f"{key}: '{path}' does not exist", "check the path")
+    include = config.eval.lm_eval_include_path
+    if include is not None and config.eval.lm_eval_tasks and not Path(include).is_dir():
+        raise ConfigError(
+            f"eval.lm_eval_include_path: '{include}' is not a folder",
+            "give the folder of your lm-eval task files",
         )
 
 
@@ -471,6 +538,8 @@ def _resolve_config(args: argparse.Namespace) -> RunConfig:
         mixed_precision=config.model.mixed_precision,
         gradient_checkpointing=config.model.gradient_checkpointing,
     )
+    if command in ("run", "sweep", "eval"):
+        _check_named_files(command, config, miniature=not args.model and not args.data)
     if config.unlearn.refusals_file and command in ("unlearn", "run"):
         from forgetbench.methods.refusals import load_refusals
 
@@ -852,12 +921,9 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.out is None:
         raise _UsageError("forgetbench sweep: --out is required", "see 'forgetbench sweep --help'")
+    _check_executor_options(args)
     spec = read_spec(args.config)
     config = _resolve_config(args)
-    if args.executor != "ray" and (args.address or args.gpus_per_trial):
-        raise _UsageError(
-            "--address and --gpus-per-trial are for --executor ray", "add --executor ray"
-        )
     workers = study_workers(config, args.model)
     if args.executor == "ray":
         from forgetbench.study.ray_executor import RayPool
@@ -865,8 +931,8 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         pool = RayPool(
             address=args.address,
             workers=workers,
-            cpus=args.cpus_per_trial,
-            gpus=args.gpus_per_trial,
+            cpus=1.0 if args.cpus_per_trial is None else args.cpus_per_trial,
+            gpus=args.gpus_per_trial or 0.0,
         )
     else:
         pool = make_pool(workers)
@@ -890,6 +956,36 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         print(f"preset:  {out / PRESET_FILE} (forgetbench run --config {out / PRESET_FILE})")
         print(f"results: {out / SWEEP_FILE}; report: {out / REPORT_FILE}")
     return {"selected": result["selected"], "preset": str(out / PRESET_FILE)}
+
+
+def _check_executor_options(args: argparse.Namespace) -> None:
+    """The Ray options only with --executor ray, and resources a Ray task can declare."""
+    ray_options = {
+        "--address": args.address,
+        "--cpus-per-trial": args.cpus_per_trial,
+        "--gpus-per-trial": args.gpus_per_trial,
+    }
+    given = [option for option, value in ray_options.items() if value is not None]
+    if args.executor != "ray" and given:
+        raise _UsageError(
+            f"forgetbench sweep --executor {args.executor} does not use {given[0]}: it is for "
+            "--executor ray",
+            f"add --executor ray, or drop {given[0]}",
+        )
+    if args.cpus_per_trial is not None and not (
+        math.isfinite(args.cpus_per_trial) and args.cpus_per_trial > 0
+    ):
+        raise _UsageError(
+            f"--cpus-per-trial {args.cpus_per_trial:g}: a trial needs a positive number of CPUs",
+            "e.g. --cpus-per-trial 1 (or 0.5 to pack two trials on a core)",
+        )
+    if args.gpus_per_trial is not None and not (
+        math.isfinite(args.gpus_per_trial) and args.gpus_per_trial >= 0
+    ):
+        raise _UsageError(
+            f"--gpus-per-trial {args.gpus_per_trial:g}: a trial declares 0 or more GPUs",
+            "e.g. --gpus-per-trial 1, or 0.5 to share a GPU between two trials",
+        )
 
 
 def _meta_eval(args: argparse.Namespace) -> dict[str, Any]:

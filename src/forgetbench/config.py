@@ -8,12 +8,13 @@ out-of-range value fails the same way everywhere.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
 
 from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
@@ -65,7 +66,10 @@ def _every_method() -> list[str]:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Once for every section: no number of the config means anything at infinity (an lr, a
+    # warm-up, a threshold), and NaN compares false with every bound, so both are refused here
+    # rather than field by field; an empty string is never a name, a path or a folder.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, str_min_length=1)
 
 
 class BenchmarkConfig(_Section):
@@ -169,6 +173,17 @@ class UnlearnConfig(_Section):
     )
 
 
+def _no_single_shadow(n: int) -> int:
+    # LiRA and RMIA compare shadow models that trained on a candidate with ones that did not.
+    if n == 1:
+        raise PydanticCustomError(
+            "one_shadow",
+            "needs 0 (no shadow attacks) or at least 2: LiRA and RMIA compare shadow models "
+            "that trained on a candidate with ones that did not",
+        )
+    return n
+
+
 class EvalConfig(_Section):
     max_new_tokens: int = Field(
         200, ge=1, le=8192, description="new tokens per generated TOFU answer"
@@ -184,7 +199,7 @@ class EvalConfig(_Section):
     mia_k: float = Field(0.4, gt=0, le=1, description="Min-K% / Min-K%++ fraction")
     # Row-time options: the attacks they set up combine evaluations, so they are not part of any
     # one model's evaluation (nor of its cache key).
-    mia_shadows: int = Field(
+    mia_shadows: Annotated[int, AfterValidator(_no_single_shadow)] = Field(
         4,
         ge=0,
         le=64,
@@ -251,10 +266,11 @@ class StudyConfig(_Section):
     # In registration order (forgetbench.methods): the order of the study's rows and report.
     methods: list[MethodName] = Field(
         default_factory=_every_method,
+        min_length=1,
         description="unlearning methods; default: every registered one",
     )
     splits: list[Literal[FORGET_SPLITS]] = Field(  # type: ignore[valid-type]
-        list(FORGET_SPLITS), description="forget splits"
+        list(FORGET_SPLITS), min_length=1, description="forget splits"
     )
     # Snapshots along a trajectory get the TOFU metrics and MIA; the formats and LUME tasks, which
     # generate many more answers, run on the final model and the reference models.
@@ -406,12 +422,66 @@ def validate_config(
             raise ConfigError(
                 f"study.method_settings.{name}.options in {source}: {exc.what}", exc.hint
             ) from None
-    if len(set(config.study.seeds)) != len(config.study.seeds):
-        raise ConfigError(
-            f"study.seeds in {source} repeats a seed: {config.study.seeds}",
-            "list each seed once",
-        )
+    _refuse_repeats(config, source, given_as or {})
     return config
+
+
+def _refuse_repeats(model: BaseModel, source: str, given_as: Mapping[str, str]) -> None:
+    """Every list in the config names each item once: a repeated method, split or seed is a
+    typo for another one more often than a wish to run it twice, and running it twice would
+    give two rows that are one; so it is refused rather than collapsed."""
+    for key, values in _lists(model, ""):
+        seen: set[Any] = set()
+        for value in values:
+            if value in seen:
+                named = given_as.get(key) or f"{key} in {source}"
+                raise ConfigError(f"{named} repeats {value!r}: {values}", "list each item once")
+            seen.add(value)
+
+
+def _lists(node: Any, key: str) -> list[tuple[str, list[Any]]]:
+    if isinstance(node, BaseModel):
+        # A method's own options (`dict[str, Any]`) are the method's to check.
+        return [
+            found
+            for name, info in type(node).model_fields.items()
+            if typing.get_args(info.annotation)[-1:] != (Any,)
+            for found in _lists(getattr(node, name), f"{key}.{name}" if key else name)
+        ]
+    if isinstance(node, dict):
+        return [found for k, v in node.items() for found in _lists(v, f"{key}.{k}")]
+    if isinstance(node, list) and all(isinstance(v, str | int) for v in node):
+        return [(key, node)]
+    return []
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        self.key, self.line, self.first = key, line, first
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys in a mapping and drops the first without a word
+    (a second `train:` section silently replaces the first); here a repeated key is an error."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = first_line.get(key)
+            except TypeError:  # an unhashable key: the base loader reports it
+                continue
+            if seen is not None:
+                raise _RepeatedKey(key, key_node.start_mark.line + 1, seen)
+            first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -419,7 +489,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file '{path}' does not exist", "check the --config path")
     text = read_text(path, error=ConfigError)
     try:
-        data = yaml.safe_load(text)
+        data = _load_yaml(text)
+    except _RepeatedKey as exc:
+        raise ConfigError(
+            f"{path} line {exc.line}: key '{exc.key}' is given twice (first on line {exc.first})",
+            "keep one; the first would otherwise be dropped without a word",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -443,7 +518,11 @@ def _parse_override(text: str) -> tuple[str, Any]:
     if not sep or not key or any(not part for part in key.split(".")):
         raise ConfigError(f"override '{text}' is not of the form key=value", "e.g. train.lr=2e-5")
     try:
-        value = yaml.safe_load(raw) if raw else ""
+        value = _load_yaml(raw) if raw else ""
+    except _RepeatedKey as exc:
+        raise ConfigError(
+            f"override '{text}' gives the key '{exc.key}' twice", "keep one"
+        ) from None
     except yaml.YAMLError:
         value = raw
     return key, value
@@ -485,6 +564,10 @@ def _one_line(exc: ValidationError, source: str, given_as: Mapping[str, str]) ->
             f"invalid value {key}={value!r} {where}{did_you_mean(str(value), known)}",
             f"registered methods: {', '.join(sorted(known))}",
         )
+    if error["type"] in ("string_too_short", "too_short"):
+        named = option or f"{key} in {source}"
+        hint = "give a name or a path" if error["type"] == "string_too_short" else "name one"
+        return ConfigError(f"{named} is empty", hint)
     if error["type"] == "literal_error":
         allowed = error.get("ctx", {}).get("expected", "")
         choices = [c.strip().strip("'") for c in allowed.replace(" or ", ", ").split(",")]
@@ -492,7 +575,8 @@ def _one_line(exc: ValidationError, source: str, given_as: Mapping[str, str]) ->
             f"invalid value {key}={value!r} {where}{did_you_mean(str(value), choices)}",
             f"expected {allowed}",
         )
-    return ConfigError(f"invalid value {key}={value!r} {where}: {error['msg'].lower()}")
+    message = error["msg"]
+    return ConfigError(f"invalid value {key}={value!r} {where}: {message[:1].lower()}{message[1:]}")
 
 
 def _fields_at(loc: list[str]) -> list[str]:

@@ -37,7 +37,7 @@ class Range(BaseModel):
     """A continuous range for random search: uniform, or log-uniform with `log: true`; integer
     bounds without `log` draw integers."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     low: float
     high: float
@@ -69,11 +69,15 @@ class Trial:
     settings: dict[str, Any]  # sweep key -> value
 
     def method_settings(self) -> MethodSettings:
+        return MethodSettings(**self.settings_data())
+
+    def settings_data(self) -> dict[str, Any]:
+        """`method_settings()` before it is checked, for `trial_config` to check as a run would."""
         loop = {key.split(".")[1]: self.settings[key] for key in LOOP_KEYS if key in self.settings}
         options = {
             k.split(".", 1)[1]: v for k, v in self.settings.items() if k.startswith("method.")
         }
-        return MethodSettings(**loop, options=options)
+        return {**loop, "options": options}
 
 
 def read_spec(path: str | Path) -> SweepSpec:
@@ -88,8 +92,12 @@ def read_spec(path: str | Path) -> SweepSpec:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(p) for p in ("sweep", *error["loc"]))
+        errors = exc.errors()
+        # A value is a list or a Range: of the two branches' errors, the one past "not a list"
+        # says what is wrong with the value as written.
+        error = next((e for e in errors if e["type"] != "list_type"), errors[0])
+        parts = [p for p in error["loc"] if p not in ("list[any]", "Range")]
+        key = ".".join(str(p) for p in ("sweep", *parts))
         raise ConfigError(f"{path}: invalid {key}: {error['msg'].lower()}") from None
     check_spec(spec, str(path))
     return spec
@@ -124,6 +132,8 @@ def check_spec(spec: SweepSpec, source: str) -> None:
                 )
             if isinstance(values, list) and not values:
                 raise ConfigError(f"{source}: sweep key {key} ({method}) has no values")
+            if key in LOOP_KEYS:
+                _check_loop_values(key, values, method, source)
             if isinstance(values, Range) and not (
                 values.low <= values.high and (not values.log or values.low > 0)
             ):
@@ -131,6 +141,23 @@ def check_spec(spec: SweepSpec, source: str) -> None:
                     f"{source}: sweep range of {key} ({method}) needs low <= high "
                     "(and low > 0 with log)"
                 )
+
+
+def _check_loop_values(key: str, values: Values, method: str, source: str) -> None:
+    """Each value (or range bound) of unlearn.lr / unlearn.epochs within its config range, read
+    with the file rather than when the trials' configs are built."""
+    field = key.split(".")[1]
+    bounds = [values.low, values.high] if isinstance(values, Range) else values
+    for value in bounds:
+        try:
+            MethodSettings.model_validate({field: value})
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"]
+            raise ConfigError(
+                f"{source}: sweep value {key}={value!r} ({method}): "
+                f"{message[:1].lower()}{message[1:]}",
+                f"give values within {key}'s range (docs/config.md)",
+            ) from None
 
 
 def _space(spec: SweepSpec, method: str) -> dict[str, Values]:
@@ -170,7 +197,7 @@ def trial_config(config: RunConfig, trial: Trial) -> RunConfig:
     from forgetbench.config import validate_config
 
     data = config.model_dump()
-    data["study"]["method_settings"] = {trial.method: trial.method_settings().model_dump()}
+    data["study"]["method_settings"] = {trial.method: trial.settings_data()}
     return validate_config(data, source=f"sweep trial {trial.method} {trial.settings}")
 
 

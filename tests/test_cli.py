@@ -106,7 +106,7 @@ def _broken_files(tmp: Path) -> dict[str, Path]:
             ["compare", "--reference", "a", "--candidate", "b", "--frobnicate"],
             "unrecognized arguments: --frobnicate",
         ),
-        ("unknown method", ["unlearn", "--method", "nop"], "did you mean 'npo'"),
+        ("unknown method", ["unlearn", "--method", "nop", "--out", "o"], "did you mean 'npo'"),
         (
             "unknown methods",
             ["run", "--methods", "npo,grad_acsent"],

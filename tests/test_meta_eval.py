@@ -157,8 +157,8 @@ def test_meta_eval_refuses_a_split_that_is_not_a_forget_split(tmp_path, capsys):
     code = main(["meta-eval", "--scale", "tiny", "--split", "retain90", "--out", str(tmp_path)])
     assert code == 2
     assert capsys.readouterr().err.strip() == (
-        "error: meta-eval needs a forget split, got 'retain90' — use --split forget01 | "
-        "forget05 | forget10"
+        "error: forgetbench meta-eval --split retain90: not a forget split — use one of "
+        "forget01, forget05, forget10"
     )
 
 

@@ -76,7 +76,7 @@ def test_every_flag_in_the_parser_sets_a_config_field(command):
 
 
 def test_an_unused_flag_is_refused_with_its_reason(capsys):
-    code = main(["eval", "--model", "m", "--data", "d", "--epochs", "3"])
+    code = main(["eval", "--model", "m", "--data", "d", "--out", "o", "--epochs", "3"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip() == (
@@ -157,7 +157,7 @@ def test_a_newly_registered_method_is_accepted_without_touching_the_config(monke
 
 
 def test_an_unknown_method_is_named_by_the_option_that_gave_it(capsys):
-    assert main(["unlearn", "--method", "nop"]) == 2
+    assert main(["unlearn", "--method", "nop", "--out", "o"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --method: unknown method 'nop'; did you mean 'npo'?")
     assert main(["config", "unlearn.method=nop"]) == 2

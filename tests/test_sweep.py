@@ -236,7 +236,9 @@ def test_the_sweep_command_refuses_what_it_does_not_read(tmp_path, capsys):
     path = tmp_path / "sweep.yaml"
     path.write_text("sweep:\n  methods: {npo: null}\n")
     assert main(["sweep", "--out", str(tmp_path / "o")]) == 2
-    assert "forgetbench sweep needs --config" in capsys.readouterr().err
+    assert "forgetbench sweep: the following arguments are required: --config" in (
+        capsys.readouterr().err
+    )
     assert (
         main(["sweep", "--config", str(path), "--out", str(tmp_path / "o"), "--splits", "forget01"])
         == 2

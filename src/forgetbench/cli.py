@@ -6,6 +6,7 @@ FORGETBENCH_DEBUG=1) lets the exception through instead, traceback and all, for 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from forgetbench import __version__
 from forgetbench.config import (
     BENCHMARKS,
     FORGET_SPLITS,
-    RETAIN_SPLITS,
+    SCALES,
     EvalConfig,
     RunConfig,
     load_config,
@@ -35,6 +36,7 @@ from forgetbench.errors import (
 from forgetbench.io import require_writable_dir
 from forgetbench.options import (
     FLAGS,
+    SPLIT_CHOICES,
     UNUSED,
     UNUSED_WITH_A_MODEL,
     flag_help,
@@ -48,10 +50,23 @@ Handler = Callable[[argparse.Namespace], dict[str, Any]]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse prints usage plus a message over several lines; we want one sentence."""
+    """argparse prints usage plus a message over several lines; we want one sentence. Help text
+    that needs heavy imports (the method registry, the miniature's recipe) is given as a callable
+    (`lazy_help` on an option, `lazy_epilog` on the parser) and built only when help is shown."""
+
+    lazy_epilog: Callable[[], str] | None = None
 
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{self.prog}: {message}", f"see '{self.prog} --help'")
+
+    def format_help(self) -> str:
+        for action in self._actions:
+            lazy = getattr(action, "lazy_help", None)
+            if lazy is not None:
+                action.help = lazy()
+        if self.lazy_epilog is not None:
+            self.epilog = self.lazy_epilog()
+        return super().format_help()
 
 
 class _UsageError(ForgetbenchError):
@@ -203,7 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     generate.add_argument("--json", action="store_true")
     _debug_option(generate)
-    generate.add_argument("--scale", default="tiny", help="tiny|small|full (default: tiny)")
+    # Checked by get_scale (one line naming the scale, with a suggestion), not by argparse.
+    generate.add_argument(
+        "--scale",
+        default="tiny",
+        metavar="{" + ",".join(SCALES) + "}",
+        help="size of the miniature benchmark (default: tiny)",
+    )
     generate.add_argument("--seed", type=int, default=0, help="same seed, same bytes (default: 0)")
     generate.add_argument(
         "--out", required=True, help="output folder (new, or one generated alike)"
@@ -269,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         "unlearn", _unlearn, "run an unlearning method on a forget split", writes=True
     )
     _config_options(unlearn, "unlearn")
+    _list_methods(unlearn)
     unlearn.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     evaluate = command(
@@ -292,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", _run, "the whole study: data, models, methods, metrics, report", writes=True
     )
     _config_options(run, "run")
+    _list_methods(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     attack = command(
         "attack",
@@ -353,7 +376,44 @@ def build_parser() -> argparse.ArgumentParser:
     report = command("report", _report, "rebuild the HTML report from a results folder")
     report.add_argument("results", help="results folder")
     report.set_defaults(output=("results", "results folder"))
+    # Listed in the order people use them: the study first, then its steps one by one, then
+    # reading and checking results, then the tools.
+    commands._choices_actions.sort(key=lambda action: COMMAND_ORDER.index(action.dest))
     return parser
+
+
+COMMAND_ORDER = (
+    "run", "finetune", "unlearn", "eval", "compare", "report", "attack", "sweep", "meta-eval",
+    "sanity", "data", "config", "cache", "bench",
+)  # fmt: skip
+
+
+def _list_methods(sub: argparse.ArgumentParser) -> None:
+    """Every registered method with its one line, under the command's options: built when help
+    is shown, since the registry imports torch."""
+    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+
+    def methods() -> str:
+        import shutil
+        import textwrap
+
+        from forgetbench.methods.base import method_names, method_summary
+
+        names = method_names()
+        width = max(len(name) for name in names) + 4
+        columns = min(100, shutil.get_terminal_size().columns) - 2
+        lines = ["methods (options as method.<option>=VALUE; docs/methods.md):"]
+        for name in names:
+            lines += textwrap.wrap(
+                method_summary(name),
+                width=columns,
+                initial_indent=f"  {name:<{width - 2}}",
+                subsequent_indent=" " * width,
+                break_on_hyphens=False,
+            )
+        return "\n".join(lines)
+
+    sub.lazy_epilog = methods  # type: ignore[attr-defined]
 
 
 def _debug_option(parser: argparse.ArgumentParser) -> None:
@@ -371,18 +431,49 @@ def _config_options(sub: argparse.ArgumentParser, command: str) -> None:
     # Generated from forgetbench.options. A flag the command does not read is still parsed, so
     # it is refused by name with the reason (`_refuse_unused`), but hidden from its --help.
     sub.set_defaults(command=command)
-    sub.add_argument("--config", help="YAML run config (docs/config.md)")
+    sweep = command == "sweep"  # a sweep is defined by its file
+    sub.add_argument(
+        "--config",
+        required=sweep,
+        help="run config with a sweep section (docs/sweeps.md)"
+        if sweep
+        else "YAML run config (docs/config.md)",
+    )
     for flag in FLAGS:
         unused = unused_reason(UNUSED[command], flag.key_for(command))
-        sub.add_argument(
+        # An alias (run's --method for --methods) is named on its plural's line instead.
+        hidden = unused or command in flag.alias_in
+        action = sub.add_argument(
             flag.name,
             type=flag_type(flag),
             metavar=flag_metavar(flag, command),
-            help=argparse.SUPPRESS if unused else flag_help(flag, command),
+            required=command in flag.required,
+            help=argparse.SUPPRESS if hidden else "",
         )
+        if not hidden:
+            action.lazy_help = functools.partial(flag_help, flag, command)  # type: ignore[attr-defined]
+    example = _OVERRIDE_EXAMPLES.get(command, "eval.batch_size=8")
     sub.add_argument(
-        "overrides", nargs="*", metavar="KEY=VALUE", help="config overrides, e.g. train.lr=2e-5"
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help=f"config overrides (docs/config.md), e.g. {example}",
     )
+
+
+# A key each command reads (tests/test_options.py checks it is accepted), for its --help.
+_OVERRIDE_EXAMPLES = {
+    "config": "train.lr=2e-5",
+    "finetune": "train.lr=2e-5",
+    "unlearn": "unlearn.batch_size=16",
+    "eval": "eval.max_questions=300",
+    "run": "study.seeds=[0,1,2]",
+    "attack": "attack.relearn_epochs=2",
+    "sweep": "eval.batch_size=8",
+    "meta-eval": "eval.batch_size=8",
+    "sanity": "eval.batch_size=8",
+    "bench": "eval.batch_size=8",
+}
 
 
 def _given_flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
@@ -430,22 +521,35 @@ def _refuse_unused(
         from forgetbench.train.mini import check_mini_train_options
 
         check_mini_train_options(config.train)
-    if command == "finetune" and config.benchmark.split not in ("full", *RETAIN_SPLITS):
-        # Finetuning on a forget split would train a model named retain-forget10 on the very
-        # questions a retain model must never have seen.
-        raise ConfigError(
-            f"forgetbench finetune --split {config.benchmark.split}: finetune trains the "
-            "finetuned model (full) or a retain model (retainNN), not on a forget split",
-            "use --split full, retain90, retain95 or retain99",
-        )
     if "unlearn.refusals_file" in (key for _, key in typed) and command in ("unlearn", "run"):
         _refuse_unread_refusals(command, config)
-    forget_split = config.benchmark.split in FORGET_SPLITS
-    if command in ("unlearn", "eval") and config.benchmark.name != "lume" and not forget_split:
+    _refuse_split(args, config)
+
+
+def _refuse_split(args: argparse.Namespace, config: RunConfig) -> None:
+    """Each command's --split choices (`SPLIT_CHOICES`, what its --help offers) are what it runs
+    on; any other split is refused here, before any work."""
+    command, split = args.command, config.benchmark.split
+    if command in ("run", "config") or command not in SPLIT_CHOICES:
+        return  # run's splits are study.splits, typed as forget splits; config shows anything
+    if command == "bench" and args.target != "eval":
+        return
+    if command in ("unlearn", "eval") and config.benchmark.name == "lume":
+        return  # LUME has its own forget and retain sets; --split names a TOFU split
+    choices = SPLIT_CHOICES[command]
+    if split in choices:
+        return
+    if command == "finetune":
         raise ConfigError(
-            f"forgetbench {command} --split {config.benchmark.split} is not a forget split",
-            f"use one of {', '.join(FORGET_SPLITS)}",
+            f"forgetbench finetune --split {split}: finetune trains the finetuned model (full) "
+            "or a retain model (retain90, retain95, retain99)",
+            "use --split full, retain90, retain95 or retain99; unlearn a forget split with "
+            "'forgetbench unlearn'",
         )
+    what = "the attacks run on a forget split" if command == "attack" else "not a forget split"
+    raise ConfigError(
+        f"forgetbench {command} --split {split}: {what}", f"use one of {', '.join(choices)}"
+    )
 
 
 def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
@@ -885,12 +989,7 @@ def _attack(args: argparse.Namespace) -> dict[str, Any]:
 
     _quiet_transformers()
     config = _resolve_config(args)
-    split = config.benchmark.split
-    if split not in FORGET_SPLITS:
-        raise ConfigError(
-            f"forgetbench attack --split {split}: the attacks run on a forget split",
-            f"choose one of {', '.join(FORGET_SPLITS)}",
-        )
+    split = config.benchmark.split  # a forget split: _refuse_split checked it
     if not config.study.attacks:
         raise ConfigError("forgetbench attack got an empty --attacks", "name at least one attack")
     if args.data is None and (args.finetuned or args.retain):
@@ -917,7 +1016,7 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
     if args.config is None:
         raise _UsageError(
             "forgetbench sweep needs --config: a run config with a sweep section",
-            "see README, Sweeps",
+            "see docs/sweeps.md",
         )
     if args.out is None:
         raise _UsageError("forgetbench sweep: --out is required", "see 'forgetbench sweep --help'")

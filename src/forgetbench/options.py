@@ -20,7 +20,15 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from forgetbench.config import RegisteredMethod, RunConfig
+from forgetbench.config import (
+    ATTACKS,
+    FORGET_SPLITS,
+    RETAIN_SPLITS,
+    SCALES,
+    SPLITS,
+    RegisteredMethod,
+    RunConfig,
+)
 
 # The commands that read a run config; the others (data, compare, report) take their own options.
 COMMANDS = (
@@ -40,10 +48,18 @@ class Flag:
     # A command's own default when neither the flag nor a KEY=VALUE sets the key; it wins over a
     # --config file, which may hold settings for other commands.
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    # Where the flag means more than its field's description says.
-    help: Mapping[str, str] = field(default_factory=dict)
-    # Commands that cannot run without it; their handlers say so, after the config is checked.
+    # Where the flag means more than its field's description says. The text is the whole help:
+    # it states its default itself, since the field's may not be the one that applies. A
+    # callable is called when --help is shown (its numbers come from modules that import torch).
+    help: Mapping[str, str | Callable[[], str]] = field(default_factory=dict)
+    # Commands that cannot run without it on the command line: argparse requires it, so the
+    # usage line and --help say so.
     required: tuple[str, ...] = ()
+    # The word that gives the empty list (`--attacks none`), for a list the user may empty.
+    none: str | None = None
+    # Commands where this singular flag is an alias of its plural: hidden from --help, where the
+    # plural's line names it, and still accepted (`run --method npo` = `run --methods npo`).
+    alias_in: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -53,32 +69,146 @@ class Flag:
         return self.keys.get(command, self.key)
 
 
+# The splits each command accepts for --split: finetune trains on `full` (the finetuned model) or
+# a retain split (a retain model); the others unlearn, score or attack a forget split. cli.py
+# refuses every other split with these, so --help offers exactly what the command runs
+# (tests/test_options.py checks both ways).
+SPLIT_CHOICES: dict[str, tuple[str, ...]] = {
+    "config": SPLITS,
+    "finetune": ("full", *RETAIN_SPLITS),
+    **{c: FORGET_SPLITS for c in ("unlearn", "eval", "bench", "attack", "meta-eval", "run")},
+}
+
+
+def _mini_finetune(what: str) -> str:
+    # The recipe forgetbench.train.mini trains the built-in miniature with; the train.* defaults
+    # are an LLM's (TOFU's) and apply only to --model. Imported here, when --help is shown, so a
+    # light command never imports torch.
+    from forgetbench.train.mini import mini_recipe
+
+    recipes = {scale: mini_recipe(scale).finetune for scale in SCALES}
+    if what == "epochs":
+        mini = "/".join(str(r.epochs) for r in recipes.values())
+        return (
+            f"finetuning epochs (default: {field_at('train.epochs').default} for --model; the "
+            f"built-in miniature's own recipe otherwise: {mini} at {'/'.join(SCALES)})"
+        )
+    lrs = sorted({r.lr for r in recipes.values()})
+    return (
+        f"finetuning learning rate (default: {field_at('train.lr').default:g} for --model; the "
+        f"built-in miniature's own recipe otherwise: {'/'.join(f'{lr:g}' for lr in lrs)})"
+    )
+
+
+def _unlearn_loop(what: str) -> str:
+    from forgetbench.train.presets import read_preset
+
+    presets = {name: read_preset(name)["loop"][what] for name in ("tofu", "mini")}
+    noun = "epochs" if what == "epochs" else "learning rate"
+    return (
+        f"unlearning {noun} (default: the method's preset: {presets['tofu']:g} for --model, "
+        f"TOFU's recipe; {presets['mini']:g} on the built-in miniature, some methods their own)"
+    )
+
+
 _RUN_FOLDER = "run folder; finished stages there are reused"
+_FORGET = ", ".join(FORGET_SPLITS)
+_LOOP = ("unlearn", "run", "sweep")
 FLAGS = (
     Flag("--scale", "scale"),
     Flag("--benchmark", "benchmark.name"),
-    Flag("--model", "model.name", required=("eval",)),
-    Flag("--data", "benchmark.path", required=("eval",)),
+    Flag(
+        "--model",
+        "model.name",
+        required=("eval",),
+        help={
+            "finetune": "the model to finetune: a Hugging Face id or a local folder, with --data "
+            "(default: the built-in miniature's pretrained model)",
+            "unlearn": "the finetuned model to unlearn: a Hugging Face id or a local folder, with "
+            "--data (default: the built-in miniature's finetuned model)",
+            "eval": "the model to score: a Hugging Face id or a local folder (required)",
+            "run": "your finetuned model: a Hugging Face id or a local folder, with --data "
+            "(default: the built-in miniature's models)",
+            "sweep": "your finetuned model, with --data (default: the built-in miniature's models)",
+            "attack": "the model to attack (default: the built-in miniature's finetuned and "
+            "retain models only)",
+            "bench": "bench eval: the model to time, with --data (default: the built-in "
+            "miniature's finetuned model)",
+        },
+    ),
+    Flag(
+        "--data",
+        "benchmark.path",
+        required=("eval",),
+        help={
+            "eval": "TOFU-layout folder (docs/your-model.md lists the files) or a Hugging Face "
+            "dataset id; a LUME folder with --benchmark lume (required)",
+        },
+    ),
     Flag(
         "--split",
         "benchmark.split",
         keys={"run": "study.splits"},
         defaults={"finetune": "full"},
-        help={"meta-eval": "the forget split the pools are told apart on (default: forget10)"},
+        alias_in=("run",),
+        help={
+            "finetune": "what to train on: full = the finetuned model, retainNN = a retain model "
+            "(default: full)",
+            "unlearn": "the forget split to unlearn (default: forget10)",
+            "eval": "the forget split to score, with its retain and holdout sets (default: "
+            "forget10)",
+            "attack": "the forget split whose B half is attacked (default: forget10)",
+            "bench": "bench eval: the forget split to score (default: forget10)",
+            "meta-eval": "the forget split the pools are told apart on (default: forget10)",
+        },
     ),
-    Flag("--method", "unlearn.method", keys={"run": "study.methods"}),
+    Flag("--method", "unlearn.method", keys={"run": "study.methods"}, alias_in=("run",)),
     Flag(
         "--methods",
         "study.methods",
         help={
+            "run": "unlearning methods, listed below (default: every registered one; --method "
+            "NAME is the same with one)",
             "meta-eval": "methods whose unlearned models the robustness attacks (default: 3 at "
-            "tiny scale, 8 at small)"
+            "tiny scale, 8 at small)",
         },
     ),
-    Flag("--splits", "study.splits"),
-    Flag("--attacks", "study.attacks"),
-    Flag("--epochs", "unlearn.epochs", keys={"finetune": "train.epochs"}),
-    Flag("--lr", "unlearn.lr", keys={"finetune": "train.lr"}),
+    Flag(
+        "--splits",
+        "study.splits",
+        help={
+            "run": f"forget splits (default: {','.join(FORGET_SPLITS)}; --split NAME is the same "
+            "with one)"
+        },
+    ),
+    Flag(
+        "--attacks",
+        "study.attacks",
+        none="none",
+        help={
+            "run": "robustness attacks on each final model; none = no attacks (default: "
+            f"{','.join(ATTACKS)})",
+            "attack": f"the attacks to run (default: {','.join(ATTACKS)})",
+        },
+    ),
+    Flag(
+        "--epochs",
+        "unlearn.epochs",
+        keys={"finetune": "train.epochs"},
+        help={
+            "finetune": lambda: _mini_finetune("epochs"),
+            **dict.fromkeys(_LOOP, lambda: _unlearn_loop("epochs")),
+        },
+    ),
+    Flag(
+        "--lr",
+        "unlearn.lr",
+        keys={"finetune": "train.lr"},
+        help={
+            "finetune": lambda: _mini_finetune("lr"),
+            **dict.fromkeys(_LOOP, lambda: _unlearn_loop("lr")),
+        },
+    ),
     Flag("--seed", "seed"),
     Flag(
         "--out",
@@ -228,7 +358,10 @@ UNUSED_WITH_A_MODEL: dict[str, dict[str, str | None]] = {
     **{
         command: {
             "scale": "it sizes the built-in miniature; the model is --model",
-            "train": "the given model is not finetuned",
+            # train.* is how a model is finetuned; with --model nothing is finetuned, the given
+            # model is the start of unlearning.
+            "train": f"{command} starts from the given --model as it is, so nothing is "
+            "finetuned (train.* is for 'forgetbench finetune'; unlearning's loop is unlearn.*)",
             "train.max_length": READ,
         }
         for command in ("unlearn", "run")
@@ -290,6 +423,9 @@ def flag_type(flag: Flag) -> Callable[[str], Any]:
     """How argparse turns the flag's text into a typed value: by its own key's field, so run's
     --method is one name, as elsewhere, and becomes a list of one afterwards."""
     info = field_at(flag.key)
+    if _is_list(info) and flag.none:
+        word = flag.none
+        return lambda text: [] if text.strip() == word else comma_list(text)
     if _is_list(info):
         return comma_list
     item = _item_type(info)
@@ -308,7 +444,8 @@ def flag_metavar(flag: Flag, command: str) -> str:
     if _is_method_name(info) or _is_method_name(item):
         one = "METHOD"
     else:
-        choices = _choices(item)
+        split = flag.key == "benchmark.split"
+        choices = SPLIT_CHOICES.get(command, SPLITS) if split else _choices(item)
         one = "{" + ",".join(choices) + "}" if choices else ""
     if _is_list(field_at(flag.key)):
         return f"{one}[,...]"
@@ -320,15 +457,16 @@ def flag_help(flag: Flag, command: str) -> str:
     info = field_at(key)
     one_of_a_list = _is_list(info) and not _is_list(field_at(flag.key))
     if command in flag.help:
-        text = flag.help[command]
+        given = flag.help[command]
+        text = given if isinstance(given, str) else given()
     elif one_of_a_list:
         plural = next(f.name for f in FLAGS if f.key == key)
         text = f"same as {plural} with one name"
     else:
         text = info.description or key
     if command in flag.required:
-        return f"{text} (required)"
-    if command in flag.defaults:
+        return text if text.endswith("(required)") else f"{text} (required)"
+    if command in flag.defaults and command not in flag.help:
         return f"{text} (default: {flag.defaults[command]})"
     default = info.default
     if command in flag.help or one_of_a_list or default is None or info.default_factory:

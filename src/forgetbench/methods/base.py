@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import re
+import sys
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -207,6 +209,15 @@ def method_names() -> tuple[str, ...]:
     in SPEC §2's order, which is the default study's and so its results' and report's."""
     _load_all()
     return METHODS.in_registration_order()
+
+
+def method_summary(name: str) -> str:
+    """One line on what method `name` does: the first sentence of its module's docstring, which
+    every method file opens with (for `unlearn --help` and `run --help`)."""
+    module = sys.modules[get_method(name).__module__]
+    paragraph = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+    sentence = re.split(r"(?<=[.!?])\s", paragraph, maxsplit=1)[0]
+    return sentence or name
 
 
 def build_method(name: str, options: Mapping[str, Any] | None = None) -> UnlearnMethod:

@@ -147,9 +147,9 @@ def reset_peak_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
-def peak_memory_bytes() -> int | None:
-    """Peak GPU memory allocated since the last `reset_peak_memory`, or None without CUDA (a
-    stage on the CPU has no comparable figure)."""
+def peak_memory_mib() -> float | None:
+    """Peak GPU memory allocated since the last `reset_peak_memory`, in MiB, or None without
+    CUDA (a stage on the CPU has no comparable figure)."""
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        return int(torch.cuda.max_memory_allocated())
+        return round(torch.cuda.max_memory_allocated() / 2**20, 1)
     return None

@@ -37,6 +37,7 @@ from typing import Any
 import torch
 
 from forgetbench.data.logs import SET_FILES, EvalLog
+from forgetbench.device import peak_memory_mib, reset_peak_memory
 from forgetbench.errors import DataError, ForgetbenchError
 from forgetbench.eval.backend import Backend, FastBackend, NaiveBackend
 from forgetbench.eval.outputs import AnswerScore
@@ -233,6 +234,7 @@ def bench_evaluation(
     naive_meter, fast_meter = Meter(), Meter()
     lifetime_rss = peak_rss_mib()  # loading (and training, for the built-in model) included
     per_path_rss = reset_peak_rss()
+    reset_peak_memory()
     with naive_meter.attached(model):
         started = time.perf_counter()
         naive = evaluate_tofu(
@@ -241,7 +243,9 @@ def bench_evaluation(
         )  # fmt: skip
         naive_seconds = time.perf_counter() - started
     naive_rss = peak_rss_mib()
+    naive_gpu = peak_memory_mib()
     reset_peak_rss()
+    reset_peak_memory()
     with fast_meter.attached(model):
         started = time.perf_counter()
         fast = evaluate_tofu(
@@ -250,6 +254,7 @@ def bench_evaluation(
         )  # fmt: skip
         fast_seconds = time.perf_counter() - started
     fast_rss = peak_rss_mib()
+    fast_gpu = peak_memory_mib()
     diff = compare_logs(fast, naive)
     n_params = sum(p.numel() for p in model.parameters())
     scored, generated = _answer_tokens(fast, tokenizer)
@@ -292,6 +297,9 @@ def bench_evaluation(
         # the process's peak so far (naive runs first).
         "peak_rss_per_path": per_path_rss,
         "peak_rss_mib": max(lifetime_rss, naive_rss, fast_rss),
+        # On a GPU, each path's peak allocated GPU memory (None on the CPU).
+        "peak_gpu_mib_per_path": {"fast": fast_gpu, "naive": naive_gpu},
+        "device": str(next(model.parameters()).device),
         "scores": summarize(fast) if set(SET_FILES) <= set(fast.sets) else None,
     }
 

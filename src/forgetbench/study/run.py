@@ -235,6 +235,7 @@ class Trajectory:
     unlearn_seconds: float
     eval_seconds: float
     final_model: Path  # the last snapshot's model folder, which the attacks start from
+    unlearn_peak_gpu_mib: float | None = None
 
 
 def _evaluate(
@@ -348,7 +349,9 @@ def _method_job(
         epoch = loop.epochs * step / total_steps if total_steps else 0.0
         snapshots.append((step, epoch, final, evaluated))
     final_model = result.snapshots[-1][1]
-    return Trajectory(snapshots, unlearn_seconds, time.perf_counter() - t, final_model)
+    return Trajectory(
+        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib
+    )
 
 
 def run_study(
@@ -370,6 +373,7 @@ def run_study(
     workers = study_workers(config, model)
     pool = make_pool(workers)
     reported = config
+    peak_gpu: dict[str, float] = {}  # each unlearning run's peak GPU memory, in MiB
     try:
         same: dict[str, str] = {}
         mini = None
@@ -388,8 +392,9 @@ def run_study(
         )  # fmt: skip
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
-            study, config, out, pool, timings, retain_logs=retain_logs, progress=progress
-        )
+            study, config, out, pool, timings, retain_logs=retain_logs, progress=progress,
+            peak_gpu=peak_gpu,
+        )  # fmt: skip
         rows, examples = _reported_under(reported.study.splits, same, rows, examples)
         if config.study.meta_eval:
             from forgetbench.study.meta_eval import meta_evaluate
@@ -420,6 +425,8 @@ def run_study(
         "config": reported.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
+        # Peak GPU memory of each training stage, in MiB (on the CPU there is none to report).
+        **({"peak_gpu_mib": peak_gpu} if peak_gpu else {}),
         "rows": rows,
         "examples": examples,
         **({"same_data": same} if same else {}),
@@ -498,6 +505,7 @@ def _run_jobs(
     *,
     retain_logs: dict[str, EvalLog],
     progress: bool,
+    peak_gpu: dict[str, float] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every evaluation and method run of the study as pool jobs, then the attacks on the final
     models; rows in a fixed order (split, then retain / finetuned / base, then each method's
@@ -575,6 +583,8 @@ def _run_jobs(
                 trajectory = trajectories[split, name, seed].result()
                 tag = "" if seed is None else f"_seed{seed}"
                 timings[f"unlearn_{split}_{name}{tag}"] = trajectory.unlearn_seconds
+                if peak_gpu is not None and trajectory.unlearn_peak_gpu_mib is not None:
+                    peak_gpu[f"unlearn_{split}_{name}{tag}"] = trajectory.unlearn_peak_gpu_mib
                 timings[f"eval_{split}_{name}{tag}"] = trajectory.eval_seconds
                 for step, epoch, final, result in trajectory.snapshots:
                     count(result)

@@ -23,7 +23,7 @@ from forgetbench import __version__
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
-from forgetbench.device import place_model, precision
+from forgetbench.device import peak_memory_mib, place_model, precision, reset_peak_memory
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json
 from forgetbench.methods._terms import per_sample_nll
@@ -56,6 +56,7 @@ class StageResult:
     cached: bool
     losses: list[float]
     seconds: float
+    peak_gpu_mib: float | None = None  # peak GPU memory while it trained; None on the CPU
 
 
 def stage_key(
@@ -148,7 +149,10 @@ def run_stage(
         record = folder / STAGE_FILE
         info = reuse_finished(folder, STAGE_FILE, required=("losses", "seconds"))
         if info is not None:
-            return StageResult(name, folder / "model", True, info["losses"], info["seconds"])
+            return StageResult(
+                name, folder / "model", True, info["losses"], info["seconds"],
+                info.get("peak_gpu_mib"),
+            )  # fmt: skip
 
         if parent_model is not None:
             model, tokenizer = parent_model
@@ -163,6 +167,7 @@ def run_stage(
             return per_sample_nll(forward_logits(m, batch), batch["labels"]).mean()
 
         started = time.perf_counter()
+        reset_peak_memory()
         result = train_loop(
             model,
             examples,
@@ -175,6 +180,7 @@ def run_stage(
         if lora:
             model = merge_lora(model)
         seconds = time.perf_counter() - started
+        peak = peak_memory_mib()
         publish_model(
             folder,
             model,
@@ -190,10 +196,11 @@ def run_stage(
                 "lora": lora,
                 "losses": result.losses,
                 "seconds": seconds,
+                **({"peak_gpu_mib": peak} if peak is not None else {}),
                 "forgetbench": __version__,
             },
         )
-        return StageResult(name, folder / "model", False, result.losses, seconds)
+        return StageResult(name, folder / "model", False, result.losses, seconds, peak)
 
 
 def loop_config(config: RunConfig) -> LoopConfig:

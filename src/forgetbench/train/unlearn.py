@@ -28,7 +28,7 @@ import torch
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
-from forgetbench.device import to_model_device
+from forgetbench.device import peak_memory_mib, reset_peak_memory, to_model_device
 from forgetbench.errors import DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
@@ -87,6 +87,7 @@ class UnlearnResult:
     losses: list[float]
     seconds: float
     cached: bool
+    peak_gpu_mib: float | None = None  # peak GPU memory while it trained; None on the CPU
 
 
 def draw_pairings(
@@ -459,7 +460,10 @@ def run_unlearning(
         info = reuse_finished(folder, UNLEARN_FILE, required=("snapshots", "losses", "seconds"))
         if info is not None:
             snapshots = [start] + [(s, folder / p) for s, p in info["snapshots"] if s != 0]
-            return UnlearnResult(folder / "model", snapshots, info["losses"], info["seconds"], True)
+            return UnlearnResult(
+                folder / "model", snapshots, info["losses"], info["seconds"], True,
+                info.get("peak_gpu_mib"),
+            )  # fmt: skip
 
         plan = with_reference_logps(
             model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
@@ -483,6 +487,7 @@ def run_unlearning(
                 )
 
         started = time.perf_counter()
+        reset_peak_memory()
         try:
             result = train_loop(
                 model,
@@ -506,6 +511,7 @@ def run_unlearning(
                 f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
             ) from None
         seconds = time.perf_counter() - started
+        peak = peak_memory_mib()
         if lora:
             model = merge_lora(model)
         model.requires_grad_(True)
@@ -532,7 +538,8 @@ def run_unlearning(
                     for s, p in snapshots
                 ],
                 "seconds": seconds,
+                **({"peak_gpu_mib": peak} if peak is not None else {}),
                 "forgetbench": __version__,
             },
         )
-        return UnlearnResult(folder / "model", snapshots, result.losses, seconds, False)
+        return UnlearnResult(folder / "model", snapshots, result.losses, seconds, False, peak)

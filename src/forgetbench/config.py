@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
 
 from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
@@ -184,11 +184,27 @@ def _no_single_shadow(n: int) -> int:
     return n
 
 
+def _batch_size_or_auto(value: Any) -> int | str:
+    if value == "auto":
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PydanticCustomError(
+            "batch_size", "must be an integer >= 1 or auto, got {value}", {"value": repr(value)}
+        )
+    return value
+
+
 class EvalConfig(_Section):
     max_new_tokens: int = Field(
         200, ge=1, le=8192, description="new tokens per generated TOFU answer"
     )
-    batch_size: int = Field(16, ge=1, description="questions per scoring or generation batch")
+    batch_size: Annotated[int | str, BeforeValidator(_batch_size_or_auto)] = Field(
+        16,
+        description="sequences per scoring or generation batch; auto = the largest that fits "
+        "the GPU (halving on out-of-memory)",
+    )
     truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = Field(
         "tofu_code", description="tofu_code = TOFU's code; paper = its paper's arithmetic mean"
     )

@@ -100,3 +100,40 @@ def test_a_task_asks_only_what_it_built_and_aggregates_per_item_values():
         expected[f"mia/{name}/tpr@0.1%fpr"] = None
     assert result.scores == expected
     assert [item["member"] for item in result.items] == [True, True, False]
+
+
+def test_auto_batch_size_halves_after_out_of_memory_and_keeps_what_fits(model_and_requests):
+    # A GPU that holds at most 3 sequences per forward pass, played on the CPU: `auto` starts at
+    # eval.batch_size's default (16 on the CPU; 256 on a GPU), halves on each out-of-memory error
+    # until every pass fits, and gives the answers of a plain batch of the size it kept.
+    import torch
+
+    model, tokenizer, requests = model_and_requests
+    widths = []
+
+    def small_gpu(module, args, kwargs):
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        widths.append(ids.shape[0])
+        if ids.shape[0] > 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (played)")
+
+    handle = model.register_forward_pre_hook(small_gpu, with_kwargs=True)
+    try:
+        auto = FastBackend(model, tokenizer, batch_size="auto")
+        answered = serve(auto, requests)
+    finally:
+        handle.remove()
+    assert 1 < auto.batch_size < 16 and any(w > 3 for w in widths)
+    expected = serve(FastBackend(model, tokenizer, batch_size=auto.batch_size), requests)
+    for request, a, b in zip(requests, answered, expected, strict=True):
+        if isinstance(request, Generate):
+            assert a == b
+        else:
+            for x, y in zip(a, b, strict=True):
+                np.testing.assert_allclose(x.token_logps, y.token_logps, atol=1e-6)
+    with pytest.raises(torch.cuda.OutOfMemoryError):  # a fixed batch size is the user's choice
+        handle = model.register_forward_pre_hook(small_gpu, with_kwargs=True)
+        try:
+            serve(FastBackend(model, tokenizer, batch_size=16), requests)
+        finally:
+            handle.remove()

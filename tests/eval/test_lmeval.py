@@ -218,8 +218,8 @@ def test_missing_lm_eval_is_one_line_config_error(monkeypatch, tmp_path):
     ("kwargs", "match"),
     [
         ({"tasks": [], "batch_size": 1}, "no lm-eval tasks"),
-        ({"tasks": ["mmlu"], "batch_size": 0}, "batch_size must be an integer >= 1, got 0"),
-        ({"tasks": ["mmlu"], "batch_size": "auto"}, "batch_size must be an integer"),
+        ({"tasks": ["mmlu"], "batch_size": 0}, "batch_size must be an integer >= 1 or auto, got 0"),
+        ({"tasks": ["mmlu"], "batch_size": "big"}, "batch_size must be an integer >= 1 or auto"),
         ({"tasks": ["mmlu"], "batch_size": 1, "limit": 0}, "limit must be >= 1"),
         ({"tasks": ["mmlu"], "batch_size": 1, "dtype": "float33"}, "did you mean 'float32'"),
     ],

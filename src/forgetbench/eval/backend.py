@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
+import torch
+
 from forgetbench.eval.distributed import sharded_map
 from forgetbench.eval.outputs import (
     AnswerScore,
@@ -24,6 +26,8 @@ from forgetbench.eval.outputs import (
 from forgetbench.eval.requests import Generate, Request, Response, Score
 
 R = TypeVar("R", Score, Generate)
+AUTO_FIRST_GPU_BATCH = 256  # `eval.batch_size=auto` tries this first on a GPU, then halves
+AUTO_CPU_BATCH = 16  # ... and uses eval.batch_size's default on the CPU, which never runs out
 
 
 class Backend(Protocol):
@@ -75,10 +79,16 @@ class FastBackend:
     requests are whole texts scored in one pass each, de-duplicated and sorted by length
     (`score_answers`), the cheaper path when nothing is shared."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int | str) -> None:
         self.model = model
         self.tokenizer = tokenizer
-        self.batch_size = batch_size
+        # "auto": the largest batch that fits, as accelerate's find_executable_batch_size and
+        # lm-eval's `auto`: start large on a GPU, halve on out-of-memory, keep what worked.
+        self.auto = batch_size == "auto"
+        if self.auto:
+            on_gpu = next(model.parameters()).device.type == "cuda"
+            batch_size = AUTO_FIRST_GPU_BATCH if on_gpu else AUTO_CPU_BATCH
+        self.batch_size = int(batch_size)
         # Wall time served per kind of request: where an evaluation's time goes (bench study).
         self.seconds = {"scoring": 0.0, "generation": 0.0}
 
@@ -104,15 +114,19 @@ class FastBackend:
             length = _max_length(self.model, max_length)
             scored: list[tuple[AnswerScore, ...]]
             if shared:
-                grouped = score_candidates(
-                    self.model, self.tokenizer, [(r.prompt, r.answers) for r in batch],
-                    batch_size=self.batch_size, max_length=length, add_eos=add_eos,
+                grouped = self._fitting(
+                    lambda size, batch=batch, length=length, add_eos=add_eos: score_candidates(
+                        self.model, self.tokenizer, [(r.prompt, r.answers) for r in batch],
+                        batch_size=size, max_length=length, add_eos=add_eos,
+                    )
                 )  # fmt: skip
                 scored = [tuple(answers) for answers in grouped]
             else:
-                single = score_answers(
-                    self.model, self.tokenizer, [(r.prompt, r.answers[0]) for r in batch],
-                    batch_size=self.batch_size, max_length=length, add_eos=add_eos,
+                single = self._fitting(
+                    lambda size, batch=batch, length=length, add_eos=add_eos: score_answers(
+                        self.model, self.tokenizer, [(r.prompt, r.answers[0]) for r in batch],
+                        batch_size=size, max_length=length, add_eos=add_eos,
+                    )
                 )  # fmt: skip
                 scored = [(answer,) for answer in single]
             for i, answers in zip(rows, scored, strict=True):
@@ -122,13 +136,28 @@ class FastBackend:
     def _generate(self, requests: Sequence[Generate]) -> list[str]:
         out = [""] * len(requests)
         for max_new_tokens, rows in _by_options(requests, lambda r: r.max_new_tokens).items():
-            texts = greedy_generate(
-                self.model, self.tokenizer, [requests[i].prompt for i in rows],
-                max_new_tokens=max_new_tokens, batch_size=self.batch_size,
+            texts = self._fitting(
+                lambda size, rows=rows, max_new_tokens=max_new_tokens: greedy_generate(
+                    self.model, self.tokenizer, [requests[i].prompt for i in rows],
+                    max_new_tokens=max_new_tokens, batch_size=size,
+                )
             )  # fmt: skip
             for i, text in zip(rows, texts, strict=True):
                 out[i] = text
         return out
+
+    def _fitting(self, call: Callable[[int], list[Any]]) -> list[Any]:
+        """`call(batch_size)`; with `auto`, retried at half the batch after a GPU out-of-memory
+        error until it fits (a batch of 1 that does not fit is the user's to know)."""
+        while True:
+            try:
+                return call(self.batch_size)
+            except torch.cuda.OutOfMemoryError:
+                if not self.auto or self.batch_size == 1:
+                    raise
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                self.batch_size //= 2
 
 
 class NaiveBackend:

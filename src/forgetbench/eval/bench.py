@@ -216,7 +216,7 @@ def bench_evaluation(
     sets: Mapping[str, Sequence[QARecord]],
     *,
     max_new_tokens: int,
-    batch_size: int,
+    batch_size: int | str,
     max_length: int = 512,
 ) -> dict[str, Any]:
     """Run both backends on the same model and sets (naive first, after one warm-up question) and
@@ -249,7 +249,7 @@ def bench_evaluation(
     with fast_meter.attached(model):
         started = time.perf_counter()
         fast = evaluate_tofu(
-            MeteredBackend(FastBackend(model, tokenizer, batch_size=batch_size), fast_meter),
+            MeteredBackend(fast_backend := FastBackend(model, tokenizer, batch_size=batch_size), fast_meter),
             tokenizer, template, sets, max_new_tokens=max_new_tokens, max_length=max_length,
         )  # fmt: skip
         fast_seconds = time.perf_counter() - started
@@ -271,7 +271,7 @@ def bench_evaluation(
         "questions": len(records),
         "sets": {name: len(sets[name]) for name in SET_FILES if name in sets},
         "n_params": n_params,
-        "batch_size": batch_size,
+        "batch_size": fast_backend.batch_size,  # with auto, the size that fit
         "max_new_tokens": max_new_tokens,
         "torch_threads": torch.get_num_threads(),
         "answer_tokens": {"scored": scored, "generated": generated},

@@ -106,12 +106,19 @@ def lm_eval_utility(
 
 
 def _validate(
-    tasks: list[str], *, batch_size: int, num_fewshot: int | None, limit: int | None, dtype: str
+    tasks: list[str],
+    *,
+    batch_size: int | str,
+    num_fewshot: int | None,
+    limit: int | None,
+    dtype: str,
 ) -> None:
     if not tasks:
         raise ConfigError("no lm-eval tasks given", "pass e.g. tasks=['mmlu']")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ConfigError(f"lm-eval batch_size must be an integer >= 1, got {batch_size!r}")
+    if batch_size == "auto":
+        pass  # lm-eval's own: the largest batch that fits
+    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"lm-eval batch_size must be an integer >= 1 or auto, got {batch_size!r}")
     if num_fewshot is not None and num_fewshot < 0:
         raise ConfigError(f"lm-eval num_fewshot must be >= 0, got {num_fewshot}")
     if limit is not None and limit < 1:

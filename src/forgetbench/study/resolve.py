@@ -64,6 +64,7 @@ class Miniature:
     progress: bool = True
     size: str = "auto"  # model.size: the built-in model's shape
     timings: dict[str, float] = field(default_factory=dict)  # wall time of this run per stage
+    peak_gpu_mib: dict[str, float] = field(default_factory=dict)  # per trained stage, on a GPU
 
     @cached_property
     def data(self) -> Path:
@@ -92,6 +93,8 @@ class Miniature:
             size=self.size,
         )  # fmt: skip
         self.timings["pretrain"] = time.perf_counter() - started
+        if base.peak_gpu_mib is not None:
+            self.peak_gpu_mib["pretrain"] = base.peak_gpu_mib
         return base
 
     def tokenizer_dir(self) -> Path:
@@ -133,6 +136,9 @@ class Miniature:
             jobs[label] = pool.submit(_train_job, self.out, self.data, base, variant.split, options)
         trained = {label: job.result() for label, job in jobs.items()}
         self.timings.update({label: seconds for label, (_, seconds) in trained.items()})
+        self.peak_gpu_mib.update(
+            {label: s.peak_gpu_mib for label, (s, _) in trained.items() if s.peak_gpu_mib}
+        )
         return {label: stage for label, (stage, _) in trained.items()}
 
     def shadow_stages(self, pool: str, count: int) -> dict[str, tuple[str, dict[str, Any]]]:

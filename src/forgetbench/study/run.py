@@ -390,6 +390,8 @@ def run_study(
             config, out, model=model, data=data, progress=progress,
             forget_splits=config.study.splits, pool=pool, mini=mini,
         )  # fmt: skip
+        if mini is not None:
+            peak_gpu.update(mini.peak_gpu_mib)
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress,

@@ -33,7 +33,7 @@ from forgetbench.errors import (
     UnknownNameError,
     os_error_in,
 )
-from forgetbench.io import require_writable_dir
+from forgetbench.io import readable_alias, require_writable_dir
 from forgetbench.options import (
     FLAGS,
     SPLIT_CHOICES,
@@ -758,9 +758,13 @@ def _finetune(args: argparse.Namespace) -> dict[str, Any]:
         result = finetune_split(
             config, model=args.model, data=args.data, split=split, out=args.out, progress=progress
         )
+    alias = readable_alias(
+        Path(args.out), "finetuned" if split == "full" else split, result.model_dir
+    )
     summary = {
         "stage": result.name,
         "model_dir": str(result.model_dir),
+        "alias": str(alias) if alias else None,
         "cached": result.cached,
         "steps": len(result.losses),
         "first_loss": result.losses[0] if result.losses else None,
@@ -770,7 +774,7 @@ def _finetune(args: argparse.Namespace) -> dict[str, Any]:
     if not args.json:
         state = "reused cached" if result.cached else "trained"
         print(
-            f"{state} {result.name}: {result.model_dir} ({summary['steps']} steps, loss {summary['first_loss']:.4f} -> {summary['final_loss']:.4f})"
+            f"{state} {result.name}: {alias or result.model_dir} ({summary['steps']} steps, loss {summary['first_loss']:.4f} -> {summary['final_loss']:.4f})"
         )
     return summary
 
@@ -801,9 +805,15 @@ def _unlearn(args: argparse.Namespace) -> dict[str, Any]:
         out=args.out,
         progress=not (args.no_progress or args.json),
     )
+    alias = readable_alias(
+        Path(args.out),
+        f"unlearned-{config.unlearn.method}-{config.benchmark.split}",
+        result.model_dir,
+    )
     summary = {
         "method": config.unlearn.method,
         "split": config.benchmark.split,
+        "alias": str(alias) if alias else None,
         "model_dir": str(result.model_dir),
         "cached": result.cached,
         "steps": len(result.losses),
@@ -815,7 +825,7 @@ def _unlearn(args: argparse.Namespace) -> dict[str, Any]:
     if not args.json:
         state = "reused cached" if result.cached else "ran"
         print(
-            f"{state} {summary['method']} on {summary['split']}: {result.model_dir} "
+            f"{state} {summary['method']} on {summary['split']}: {alias or result.model_dir} "
             f"({summary['steps']} steps, {len(result.snapshots)} trajectory points)"
         )
     return summary

@@ -261,3 +261,22 @@ def set_aside(path: Path) -> Path:
         target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
     path.rename(target)
     return target
+
+
+def readable_alias(out: Path, name: str, target: Path) -> Path | None:
+    """`out/name`, a relative symlink to `target` (a model folder under a hashed stage name), so a
+    user can write `runs/x/finetuned` instead of finding `runs/x/models/finetune-<key>/model`.
+    Replaced atomically when it is a link already; a real file or folder of that name is the
+    user's and is left alone (returns None)."""
+    link = Path(out) / name
+    if link.exists() and not link.is_symlink():
+        return None
+    tmp = link.with_name(f".{name}.alias-{os.getpid()}")
+    try:
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(os.path.relpath(Path(target).resolve(), Path(out).resolve()))
+        os.replace(tmp, link)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return None  # a convenience: a file system without symlinks loses nothing else
+    return link

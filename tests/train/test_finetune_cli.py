@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 from forgetbench.cli import main
 from forgetbench.modeling import build_tiny_model, save_model
@@ -33,6 +34,16 @@ def test_finetune_command_trains_then_reuses(tmp_path, capsys):
     assert main(argv) == 0
     second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert second["cached"] and second["model_dir"] == first["model_dir"]
+    # A readable name beside the hashed one: runs/x/finetuned is the model folder, by a relative
+    # link (the run folder can move); a real folder of that name would be left alone.
+    alias = tmp_path / "run" / "finetuned"
+    assert first["alias"] == str(alias) and alias.is_symlink()
+    assert not alias.readlink().is_absolute()
+    assert (
+        alias.resolve() == (tmp_path / "run" / first["model_dir"]).resolve()
+        or alias.resolve() == __import__("pathlib").Path(first["model_dir"]).resolve()
+    )
+    assert (alias / "config.json").is_file()
 
 
 def test_finetune_bad_inputs(tmp_path, capsys):

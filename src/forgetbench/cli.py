@@ -541,9 +541,11 @@ def _refuse_split(args: argparse.Namespace, config: RunConfig) -> None:
             "use --split full, retain90, retain95 or retain99; unlearn a forget split with "
             "'forgetbench unlearn'",
         )
-    what = "the attacks run on a forget split" if command == "attack" else "not a forget split"
+    what = (
+        ": the attacks run on a forget split" if command == "attack" else " is not a forget split"
+    )
     raise ConfigError(
-        f"forgetbench {command} --split {split}: {what}", f"use one of {', '.join(choices)}"
+        f"forgetbench {command} --split {split}{what}", f"use one of {', '.join(choices)}"
     )
 
 

@@ -1,7 +1,8 @@
 """The `forgetbench` command. Every failure the user can cause becomes one line on stderr:
-`error: <what> — <what to do>` and a non-zero exit by class (docs/commands.md, "Errors and exit codes"); with `--json` the
-last stdout line is always one JSON object (the result, or `{"error": ...}`). `--debug` (or
-FORGETBENCH_DEBUG=1) lets the exception through instead, traceback and all, for bug reports."""
+`error: <what> — <what to do>` and a non-zero exit by class (docs/commands.md, "Errors and exit
+codes"); with `--json` the last stdout line is always one JSON object (the result, or
+`{"error": ...}`). `--debug` (or FORGETBENCH_DEBUG=1) lets the exception through instead,
+traceback and all, for bug reports."""
 
 from __future__ import annotations
 

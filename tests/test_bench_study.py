@@ -1,5 +1,5 @@
 """`forgetbench bench study`: the study's timings turned into stages, jobs and shares (the study
-itself is monkeypatched here; the real figures are in the README, measured by the command)."""
+itself is monkeypatched here; the real figures are in docs/speed.md, measured by the command)."""
 
 import json
 

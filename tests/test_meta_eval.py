@@ -157,7 +157,7 @@ def test_meta_eval_refuses_a_split_that_is_not_a_forget_split(tmp_path, capsys):
     code = main(["meta-eval", "--scale", "tiny", "--split", "retain90", "--out", str(tmp_path)])
     assert code == 2
     assert capsys.readouterr().err.strip() == (
-        "error: forgetbench meta-eval --split retain90: not a forget split — use one of "
+        "error: forgetbench meta-eval --split retain90 is not a forget split — use one of "
         "forget01, forget05, forget10"
     )
 

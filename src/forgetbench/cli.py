@@ -1,7 +1,8 @@
 """The `forgetbench` command. Every failure the user can cause becomes one line on stderr:
-`error: <what> — <what to do>` and a non-zero exit by class (README, "Errors"); with `--json` the
-last stdout line is always one JSON object (the result, or `{"error": ...}`). `--debug` (or
-FORGETBENCH_DEBUG=1) lets the exception through instead, traceback and all, for bug reports."""
+`error: <what> — <what to do>` and a non-zero exit by class (docs/commands.md, "Errors and exit
+codes"); with `--json` the last stdout line is always one JSON object (the result, or
+`{"error": ...}`). `--debug` (or FORGETBENCH_DEBUG=1) lets the exception through instead,
+traceback and all, for bug reports."""
 
 from __future__ import annotations
 
@@ -546,9 +547,11 @@ def _refuse_split(args: argparse.Namespace, config: RunConfig) -> None:
             "use --split full, retain90, retain95 or retain99; unlearn a forget split with "
             "'forgetbench unlearn'",
         )
-    what = "the attacks run on a forget split" if command == "attack" else "not a forget split"
+    what = (
+        ": the attacks run on a forget split" if command == "attack" else " is not a forget split"
+    )
     raise ConfigError(
-        f"forgetbench {command} --split {split}: {what}", f"use one of {', '.join(choices)}"
+        f"forgetbench {command} --split {split}{what}", f"use one of {', '.join(choices)}"
     )
 
 

@@ -1,5 +1,4 @@
 import json
-from pathlib import Path
 
 from forgetbench.cli import main
 from forgetbench.modeling import build_tiny_model, save_model

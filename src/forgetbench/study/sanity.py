@@ -24,7 +24,7 @@ def random_model(tokenizer: Any, *, scale: str, seed: int) -> Any:
     what the KS test tells apart from any retain model, so the tiny random model would fail
     "retain vs random on forget: high p" for its width, not for what it knows. Scaling the final
     norm's gain by sqrt(REFERENCE_HIDDEN / hidden) gives the 7B's logit spread and changes nothing
-    else (measured at tiny scale: p 0.034 unscaled, 0.57 scaled; README, "Sanity checks")."""
+    else (measured at tiny scale: p 0.034 unscaled, 0.57 scaled; docs/commands.md, "sanity")."""
     import torch
 
     from forgetbench.modeling import build_tiny_model

@@ -87,7 +87,7 @@ def read_spec(path: str | Path) -> SweepSpec:
     data = _read_yaml(Path(path)).get("sweep")
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{path} has no 'sweep' section", "add sweep: {methods: {...}} (README, Sweeps)"
+            f"{path} has no 'sweep' section", "add sweep: {methods: {...}} (docs/sweeps.md)"
         )
     try:
         spec = SweepSpec.model_validate(data)

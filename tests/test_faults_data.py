@@ -368,3 +368,31 @@ def test_a_10mb_field_is_not_quoted_whole_in_an_error(capsys, tmp_path):
     code, _, err = _run(["data", "stats", "--benchmark", "lume", "--path", str(lume)], capsys)
     line = _assert_one_line(code, err, "forget.jsonl line 1")
     assert len(line) < 500
+
+
+def test_eval_names_every_missing_tofu_file_before_loading_the_model(capsys, tmp_path, shared_data):
+    # A user holding only TOFU's sample files: forget10_perturbed and retain_perturbed are not
+    # among them. Both are named in one sentence, before the model (which does not even exist
+    # here) is looked at; a holdout-less folder turns membership inference off with a note.
+    data = tmp_path / "tofu"
+    data.mkdir()
+    for name in ("real_authors_perturbed.jsonl", "world_facts_perturbed.jsonl"):
+        (data / name).symlink_to(shared_data / "tofu" / name)
+    (data / "forget10.jsonl").symlink_to(shared_data / "tofu" / "forget10_sample.jsonl")
+    capsys.readouterr()
+    code = main(["eval", "--model", str(tmp_path / "no-model"), "--data", str(data),
+                 "--split", "forget10", "--out", str(tmp_path / "out")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "forget10_perturbed.json(l), retain_perturbed.json(l)" in err
+    assert "no holdout10.json(l)" in err and "membership inference is skipped" in err
+    assert "no-model" not in err.split("error:")[1]  # refused before the model was looked at
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_jsonl_holdout_counts_for_membership_inference(tmp_path):
+    from forgetbench.data.tofu import split_file
+
+    (tmp_path / "holdout10.jsonl").write_text("{}\n")
+    assert split_file(tmp_path, "holdout10") == tmp_path / "holdout10.jsonl"
+    assert split_file(tmp_path, "holdout05") is None

@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+import time
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -302,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _config_options(evaluate, "eval")
     evaluate.add_argument("--retain-log", help="a retain model's eval log, for forget quality")
+    evaluate.add_argument("--no-progress", action="store_true", help="no line per task on stderr")
 
     sanity = command(
         "sanity",
@@ -900,15 +902,27 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
         added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
         return added
 
+    if benchmark != "lume":
+        _require_eval_files(config, Path(args.data), quiet=args.json)
     tokenizer = load_tokenizer(args.model, trust_remote_code=config.model.trust_remote_code)
     study = Study(
         Path(args.data), Path(args.model), None, {},
         resolve_template(config.model.template, tokenizer, args.model),
         config.train.max_length, lambda name: (None, {}), benchmark=benchmark,
     )  # fmt: skip
+    started = time.perf_counter()
+
+    def on_task(name: str, k: int, n: int) -> None:
+        if not args.json and not args.no_progress:
+            print(
+                f"eval {config.benchmark.split}: task {k}/{n} {name} "
+                f"({time.perf_counter() - started:.0f} s so far)",
+                file=sys.stderr, flush=True,
+            )  # fmt: skip
+
     scores = evaluate_cached(
         args.model, study, split=config.benchmark.split, options=config.eval, folder=out,
-        model=config.model, info=info, extend=extend, shared=False,
+        model=config.model, info=info, extend=extend, shared=False, on_task=on_task,
     ).scores  # fmt: skip
     summary = {"scores": scores, "out": str(out), **info}
     if not args.json:
@@ -922,6 +936,28 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
     for note in lume_mmlu_notes([scores]):
         print(f"warning: {note}", file=sys.stderr)
     return summary
+
+
+def _require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:
+    """Every TOFU file the evaluation reads, named at once before the model loads; a missing
+    holdout only turns membership inference off, and says so."""
+    from forgetbench.data.tofu import require_splits, split_file
+    from forgetbench.eval.runner import tofu_root
+
+    split = config.benchmark.split
+    tofu = tofu_root(data)
+    needed = [f"{split}_perturbed", "retain_perturbed", "real_authors_perturbed",
+              "world_facts_perturbed"]  # fmt: skip
+    holdout = split.replace("forget", "holdout")
+    if config.eval.mia and tofu.is_dir() and split_file(tofu, holdout) is not None:
+        needed.append(split)  # the members' side of membership inference
+    elif config.eval.mia and tofu.is_dir() and not quiet:
+        print(
+            f"note: no {holdout}.json(l) in {tofu}: membership inference is skipped "
+            "(eval.mia=false silences this)",
+            file=sys.stderr,
+        )
+    require_splits(tofu, needed, reader=f"forgetbench eval --split {split}")
 
 
 def _sanity(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,6 +7,7 @@ or the same files from a local folder (`{split}.json` / `{split}.jsonl`) or one 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,30 @@ def load_hub_rows(dataset: str, config: str) -> list[dict[str, Any]]:
             "or pass a local folder with the split's JSON file",
         ) from None
     return [dict(row) for row in table]
+
+
+def split_file(folder: str | Path, split: str) -> Path | None:
+    """`{split}.jsonl` or `{split}.json` in a local folder, or None."""
+    for name in (f"{split}.jsonl", f"{split}.json"):
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
+
+
+def require_splits(folder: str | Path, splits: Sequence[str], *, reader: str) -> None:
+    """Refuse at once, naming every one, the split files `reader` needs and a local folder lacks
+    (a Hugging Face dataset id is left to the loader)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    missing = [s for s in splits if split_file(folder, s) is None]
+    if missing:
+        raise DataError(
+            f"{reader} needs {', '.join(f'{s}.json(l)' for s in missing)} in {folder}, "
+            f"which {'is' if len(missing) == 1 else 'are'} not there",
+            "add the missing TOFU split files (docs/your-model.md lists which command reads "
+            "which), or pass another --data",
+        )
 
 
 def _find_split_file(folder: Path, split: str) -> Path:

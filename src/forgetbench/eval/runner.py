@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,12 @@ def evaluate_model(
     max_length: int,
     phases: dict[str, float] | None = None,
     tasks: tuple[str, ...] | None = None,
+    on_task: Callable[[str, int, int], None] | None = None,
 ) -> tuple[EvalLog | None, dict[str, Any], dict[str, Any]]:
     """(TOFU log or None, scores, extra per-item logs) for one loaded model: every task that
     applies (`TASK_ORDER`, or those of it in `tasks`), answered by the fast backend, then LUME's
-    final score. `phases`, when given, receives the seconds spent scoring and generating."""
+    final score. `phases`, when given, receives the seconds spent scoring and generating;
+    `on_task(name, k, n)` hears of each task as it starts (k of the n that apply)."""
     check_utility_options(options)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
@@ -112,12 +115,14 @@ def evaluate_model(
     log: EvalLog | None = None
     scores: dict[str, Any] = {}
     extra: dict[str, Any] = {}
-    for name in TASK_ORDER:
-        if tasks is not None and name not in tasks:
-            continue
-        task = TASKS.get(name)(setup)
-        if task is None:
-            continue
+    built = [
+        (name, task)
+        for name in TASK_ORDER
+        if (tasks is None or name in tasks) and (task := TASKS.get(name)(setup)) is not None
+    ]
+    for k, (name, task) in enumerate(built, start=1):
+        if on_task is not None:
+            on_task(name, k, len(built))
         result = run_task(task, backend)
         scores.update(result.scores)
         if result.eval_log is not None:

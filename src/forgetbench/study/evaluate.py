@@ -41,6 +41,7 @@ def evaluate_cached(
     extend: Extension | None = None,
     shared: bool = True,
     tasks: tuple[str, ...] | None = None,
+    on_task: Callable[[str, int, int], None] | None = None,
 ) -> Evaluated:
     """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
     user names and owns); otherwise it is a link to the shared cache's entry of the same key.
@@ -66,7 +67,7 @@ def evaluate_cached(
         log, scores, extra = evaluate_model(
             loaded, tokenizer, study.template, data=study.data, split=split,
             benchmark=study.benchmark, options=options, max_length=study.max_length,
-            phases=phases, tasks=tasks,
+            phases=phases, tasks=tasks, on_task=on_task,
         )  # fmt: skip
         if extend is not None:
             scores.update(extend(log, scores))

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from forgetbench.data.tofu import load_tofu
+from forgetbench.data.tofu import load_tofu, split_file
 from forgetbench.errors import DataError
 from forgetbench.eval.outputs import AnswerScore
 from forgetbench.eval.requests import Request, Response, Score
@@ -123,7 +123,7 @@ def mia_task(setup: EvalSetup) -> MembershipTask | None:
     holdout = setup.split.replace("forget", "holdout")
     if setup.benchmark == "lume" or not setup.options.mia:
         return None
-    if not (setup.tofu / f"{holdout}.json").is_file():
+    if split_file(setup.tofu, holdout) is None:
         return None
 
     def pairs(split: str) -> list[tuple[str, str]]:

@@ -342,3 +342,19 @@ def test_a_lora_unlearning_run_trains_adapters_only_and_publishes_merged_models(
         # only the adapted projections moved: LoRA adapts q_proj and v_proj, nothing else trains
         assert moved and all(n.endswith(("q_proj.weight", "v_proj.weight")) for n in moved)
     assert lora.losses[-1] < lora.losses[0]  # NPO's loss falls as the forget answers lose mass
+
+
+def test_a_selective_method_with_lora_trains_only_the_adapters_on_its_modules():
+    # RMU updates mlp.down_proj of chosen blocks; with LoRA the base weights stay frozen (they are
+    # also the reference model), so only adapters on those modules may train — and without any
+    # there, the refusal says how to put them there.
+    from forgetbench.modeling import apply_lora
+
+    tokenizer = toy_tokenizer()
+    method = _method("rmu", 3)
+    model = apply_lora(build_tiny_model(tokenizer, seed=0), target_modules=["down_proj", "q_proj"])
+    method_loss(method, model)
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trained and all("lora_" in n and "down_proj" in n for n in trained)
+    with pytest.raises(ConfigError, match="none of them carries an adapter"):
+        method_loss(method, apply_lora(build_tiny_model(tokenizer, seed=0)))

@@ -29,7 +29,7 @@ import torch
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
 from forgetbench.device import peak_memory_mib, reset_peak_memory, to_model_device
-from forgetbench.errors import DataError
+from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
     HiddenStateMethod,
@@ -367,6 +367,8 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
     )
     if isinstance(method, SelectiveMethod):
         method.select_trainable(model)
+        if is_lora(model):
+            _keep_adapters_only(method, model)
     loss = (
         StatefulMethodLoss(method, frozen=frozen, constants=constants)
         if isinstance(method, StatefulMethod)
@@ -376,6 +378,22 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
     # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
     hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
     return loss, hook
+
+
+def _keep_adapters_only(method: UnlearnMethod, model: Any) -> None:
+    """With LoRA only adapters may train (the base weights are also the reference model): of the
+    parameters a selective method chose, keep the adapters'."""
+    chosen = 0
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad = parameter.requires_grad and "lora_" in name
+        chosen += parameter.requires_grad
+    if not chosen:
+        raise ConfigError(
+            f"{method.name} trains only some modules, and with unlearn.lora none of them carries "
+            "an adapter",
+            f"put the adapters on them (unlearn.lora_targets, e.g. the module names {method.name} "
+            "updates), or unlearn without LoRA",
+        )
 
 
 def unlearn_key(

@@ -56,6 +56,10 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathF
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path_factory.getbasetemp() / "hf-home"))
+    # A command configures the device and precision for itself and the processes it starts (in
+    # the environment): each test starts from the defaults, whatever an earlier one asked for.
+    monkeypatch.setenv("FORGETBENCH_DEVICE", "auto")
+    monkeypatch.setenv("FORGETBENCH_PRECISION", "")
 
 
 @pytest.fixture(scope="session")

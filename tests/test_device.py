@@ -5,16 +5,12 @@ input tensor's device with the module's parameters'."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 import torch.fx.experimental._config
 from torch.overrides import TorchFunctionMode
 
 from forgetbench.device import (
-    DEVICE_ENV,
-    PRECISION_ENV,
     configure,
     default_device,
     place_model,
@@ -37,17 +33,6 @@ from forgetbench.train.unlearn import (
 from toy import toy_qa, toy_tokenizer
 
 TEMPLATE = PromptTemplate("question_answer")
-
-
-@pytest.fixture(autouse=True)
-def _restore_environment():
-    saved = {k: os.environ.get(k) for k in (DEVICE_ENV, PRECISION_ENV)}
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
 
 
 class DeviceGuard:

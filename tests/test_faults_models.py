@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -220,6 +221,20 @@ def test_the_healthy_model_evaluates(
         "--out", str(tmp_path / "out"), *FAST_EVAL, "--json",
     ]  # fmt: skip
     assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_eval_on_a_terminal_says_which_task_it_is_on(
+    world: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    argv = [
+        "eval", "--model", str(world["good"]), "--data", str(world["data"]),
+        "--out", str(tmp_path / "out"), *FAST_EVAL,
+    ]  # fmt: skip
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    lines = [line for line in err if line.startswith("eval forget01: task")]
+    assert lines and lines[0].startswith("eval forget01: task 1/") and "s so far" in lines[-1]
 
 
 def test_a_remote_code_model_with_trust_gets_past_the_check(world, tmp_path) -> None:

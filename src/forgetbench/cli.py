@@ -913,7 +913,8 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
 
     def on_task(name: str, k: int, n: int) -> None:
-        if not args.json and not args.no_progress:
+        # On a terminal, like the training bars: a log or a pipe gets the result lines only.
+        if not args.json and not args.no_progress and sys.stderr.isatty():
             print(
                 f"eval {config.benchmark.split}: task {k}/{n} {name} "
                 f"({time.perf_counter() - started:.0f} s so far)",

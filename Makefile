@@ -24,18 +24,24 @@ install: $(STAMP)
 LOGS := $(SHARED)/data/tofu/reference-eval-logs
 
 # The demo: TOFU's forget quality and model utility of the published Llama-2 finetuned model
-# (from the TOFU authors' logs), then the whole offline study at small scale on forget10 (every
-# method with a snapshot per epoch, every metric) into runs/demo with its report.
-# The miniature's eval preset (src/forgetbench/presets/mini.yaml) sets 48 new tokens (every
-# TOFU-shaped answer of the miniature is at most 21 tokens; LUME continuations too, the models never
-# train on its documents) and batches of 64. Stages come from the shared cache when an earlier run
-# made them (FORGETBENCH_CACHE, default ~/.cache/forgetbench).
+# (from the TOFU authors' logs), then a short built-in study into runs/demo with its report: the
+# tiny miniature on forget10, every method with a snapshot per epoch, every metric family and
+# attack, two shadow models for LiRA/RMIA (the headline study has four). A few minutes cold on 2
+# cores (docs/speed.md), seconds warm: stages come from the shared cache when an earlier run made
+# them (FORGETBENCH_CACHE, default ~/.cache/forgetbench).
+DEMO_STUDY := run --scale tiny --splits forget10 --out runs/demo eval.mia_shadows=2
+
 demo: install
 	@test -d "$(LOGS)" || { echo "make demo: needs the TOFU reference logs at $(LOGS) (set SHARED=...)"; exit 1; }
 	HF_HUB_OFFLINE=1 $(BIN)/forgetbench compare \
 		--reference $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_retain90_wd0 \
 		--candidate $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_full_wd0
-	HF_HUB_OFFLINE=1 $(BIN)/forgetbench run --scale small --splits forget10 --out runs/demo
+	HF_HUB_OFFLINE=1 $(BIN)/forgetbench $(DEMO_STUDY)
+	@echo
+	@echo "The report: runs/demo/report.html (open it in a browser)."
+	@echo "Next: the headline study, 50 authors (about 25 min on 2 cores, minutes on a GPU):"
+	@echo "  $(BIN)/forgetbench run --scale small --splits forget10 --out runs/small"
+	@echo "Your own Hugging Face model on TOFU: docs/your-model.md"
 
 test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.

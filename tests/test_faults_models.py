@@ -265,3 +265,62 @@ def test_token_statistics_refuse_non_finite_log_probs(bad: float, kind: str) -> 
     logits = torch.zeros(2, 3, 5)
     logits[1, 2, :] = float("nan")
     token_statistics(logits, labels, mask)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (["eval.max_length=8"], "leaves no room for its answer within max_length=8 tokens"),
+        (["eval.max_length=100000"], "eval.max_length=100000 is longer than the model's context"),
+        # The issue's case: a format's long prompt (a comprehension passage) was a ValueError
+        # traceback; TOFU's questions and MIA fit in 200 tokens, the passages do not.
+        (["eval.max_length=200", "eval.formats=true"], "within max_length=200 tokens"),
+    ],
+)
+def test_eval_max_length_is_applied_or_refused_in_one_line(
+    options: list[str], words: str, world: dict[str, Path], tmp_path: Path, capsys
+) -> None:
+    """eval.max_length reaches the scorers: too short for a prompt, or past the model's
+    context, is one line, exit 2, and no summary; the control above runs with the default."""
+    out = tmp_path / "out"
+    argv = [
+        "eval", "--model", str(world["good"]), "--data", str(world["data"]), "--out", str(out),
+        *FAST_EVAL, *options,
+    ]  # fmt: skip
+    _fails_cleanly(argv, capsys, words)
+    assert not (out / "summary.json").exists()
+
+
+def test_eval_max_length_reaches_every_scored_task(world: dict[str, Path]) -> None:
+    """Set, eval.max_length bounds every scored text (TOFU's questions, MIA, the formats); unset,
+    TOFU's questions keep the training length and the others 512, as before it existed."""
+    from transformers import AutoTokenizer
+
+    from forgetbench.config import load_config
+    from forgetbench.eval.requests import Score
+    from forgetbench.eval.runner import scored_length
+    from forgetbench.eval.tasks import TASKS, EvalSetup
+    from forgetbench.modeling import load_model
+    from forgetbench.train.mini import TEMPLATE
+
+    model, _ = load_model(str(world["good"]))
+    tokenizer = AutoTokenizer.from_pretrained(world["good"])
+
+    def lengths(*overrides: str) -> dict[str, set[int | None]]:
+        options = load_config(None, list(overrides)).eval
+        setup = EvalSetup(
+            root=world["data"], tofu=world["data"] / "tofu", split="forget01", benchmark="mini",
+            options=options, template=TEMPLATE, tokenizer=tokenizer,
+            max_length=scored_length(model, options, 96),
+        )  # fmt: skip
+        found: dict[str, set[int | None]] = {}
+        for name in ("tofu", "mia", "formats"):
+            task = TASKS.get(name)(setup)
+            for subset, docs in task.subsets.items():
+                for request in task.requests(subset, docs[0]):
+                    if isinstance(request, Score):
+                        found.setdefault(name, set()).add(request.max_length)
+        return found
+
+    assert lengths("eval.max_length=200") == {"tofu": {200}, "mia": {200}, "formats": {200}}
+    assert lengths() == {"tofu": {96}, "mia": {512}, "formats": {512}}

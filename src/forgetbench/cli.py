@@ -1241,6 +1241,7 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
     """Time the fast evaluation backend against the naive one on one model: a given one (--model
     and --data), or the built-in study's finetuned model at --scale, trained in --out or reused."""
     from forgetbench.eval.bench import PathsDiffer, bench_evaluation
+    from forgetbench.eval.runner import scored_length
     from forgetbench.eval.tofu_eval import tofu_eval_sets
     from forgetbench.io import atomic_write_json
     from forgetbench.modeling import load_model, resolve_template
@@ -1267,7 +1268,7 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
     report = bench_evaluation(
         model, tokenizer, template, sets,
         max_new_tokens=config.eval.max_new_tokens, batch_size=config.eval.batch_size,
-        max_length=config.train.max_length,
+        max_length=scored_length(model, config.eval, config.train.max_length),
     )  # fmt: skip
     report = {
         "model": model_dir,

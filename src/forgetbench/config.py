@@ -240,6 +240,14 @@ class EvalConfig(_Section):
         False, description="apply the tokenizer's chat template in lm-eval"
     )
     lm_eval_include_path: str | None = Field(None, description="folder of extra lm-eval tasks")
+    # Unset keeps the length the model was trained with, as evaluations always had; a prompt
+    # that leaves no room for its answer is refused, never cut (docs/metrics.md).
+    max_length: int | None = Field(
+        None,
+        ge=8,
+        description="tokens per scored prompt+answer (answers past it are cut; a prompt that "
+        "fills it is an error); unset = train.max_length; at most the model's context",
+    )
     # TOFU's `ds_size`: its evaluation kept the first N questions of each of its four sets
     # (`select(range(min(ds_size, len)))`; 300 in its published logs, so Real Authors (100) and
     # World Facts (117) stay whole). MIA, formats and LUME are not cut.
@@ -259,6 +267,10 @@ class EvalConfig(_Section):
         description="the evaluated model's MMLU accuracy, for LUME's final score (forgetbench "
         "eval; not with lm_eval_tasks=[mmlu])",
     )
+
+    def scored_length(self, train_max_length: int) -> int:
+        """Tokens per scored prompt+answer: eval.max_length, else train.max_length."""
+        return self.max_length if self.max_length is not None else train_max_length
 
 
 # Robustness attacks (forgetbench.attacks): each is scored on the B half of the forget set.

@@ -68,6 +68,28 @@ def _minimal(**overrides):
             "different numbers of perturbed answers",
         ),
         ({"average_perturb_loss": {"0": 1.0, "1": [1.0]}}, "question 0: expected a non-empty list"),
+        # Numbers out of their range shift a printed score instead of failing (issue 30).
+        (
+            {"rougeL_recall": {"0": 1.0, "1": -5}},
+            "'rougeL_recall' question 1: value is -5, not a recall in [0, 1]",
+        ),
+        (
+            {"rouge1_recall": {"0": 1.5, "1": 0.5}},
+            "'rouge1_recall' question 0: value is 1.5, not a recall in [0, 1]",
+        ),
+        (
+            {"avg_gt_loss": {"0": 0.5, "1": -0.25}},
+            "'avg_gt_loss' question 1: value is -0.25, not a mean loss >= 0 (a probability <= 1)",
+        ),
+        (
+            {"average_perturb_loss": {"0": [2.0, -1.0], "1": [2.0, 3.0]}},
+            "'average_perturb_loss' question 0: value is -1.0, not a mean loss >= 0",
+        ),
+        (
+            {"truth_ratio": {"0": -0.5, "1": 0.5}},
+            "'truth_ratio' question 0: value is -0.5, not a truth ratio >= 0",
+        ),
+        ({"rouge1_recall": {"0": math.inf, "1": 0.5}}, "'rouge1_recall' question 0: value is inf"),
     ],
 )
 def test_malformed_logs_name_file_field_and_question(tmp_path, mutation, message):
@@ -100,3 +122,27 @@ def test_truncated_and_empty_and_foreign_logs(tmp_path):
         read_eval_log(tmp_path / "missing.json")
     with pytest.raises(DataError, match="no evaluation log in"):
         read_eval_log(tmp_path / "..")
+
+
+def test_compare_refuses_a_candidate_with_an_impossible_recall_in_one_line(tmp_path, capsys):
+    """A candidate log with rougeL_recall = -5 was accepted and shifted the printed Forget
+    ROUGE-L; it is one line naming the file, the field and the question, exit 2."""
+    from forgetbench.cli import main
+
+    reference = tmp_path / "reference.json"
+    reference.write_text(json.dumps(_minimal()))
+    candidate = tmp_path / "candidate.json"
+    candidate.write_text(json.dumps(_minimal(rougeL_recall={"0": 1.0, "1": -5})))
+    code = main(["compare", "--reference", str(reference), "--candidate", str(candidate)])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{candidate} [eval_log_forget.json] 'rougeL_recall' question 1: value is -5" in err
+    assert out == ""
+
+
+def test_every_published_tofu_log_is_within_range(shared_data):
+    # The range checks refuse no real log: all 16 published TOFU models' aggregated logs.
+    folders = sorted((shared_data / "tofu" / "reference-eval-logs").iterdir())
+    assert len(folders) == 16
+    for folder in folders:
+        assert len(read_eval_log(folder).sets) == 4

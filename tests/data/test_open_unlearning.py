@@ -323,6 +323,24 @@ def test_incomplete_files_are_refused_in_one_line(capsys, tofu_eval, tmp_path):
     (tmp_path / "broken.json").write_text(json.dumps(broken))
     with pytest.raises(DataError, match=r"'forget_Q_A_Prob' question 1: expected a number"):
         read_eval_log(tmp_path / "broken.json")
+    # Probabilities, recalls and losses out of their range, each named with its question.
+    for metric, field, value, message in (
+        ("forget_Q_A_Prob", "prob", 1.5, "'prob' is 1.5, not a probability in [0, 1]"),
+        ("retain_Q_A_PARA_Prob", "prob", -0.1, "'prob' is -0.1, not a probability"),
+        ("forget_Q_A_ROUGE", "rougeL_recall", -5, "'rougeL_recall' is -5, not a recall in"),
+        ("forget_Q_A_Prob", "avg_loss", -2.0, "'avg_loss' is -2.0, not a mean loss >= 0"),
+    ):
+        damaged = copy.deepcopy(data)
+        damaged[metric]["value_by_index"]["1"][field] = value
+        (tmp_path / "damaged.json").write_text(json.dumps(damaged))
+        with pytest.raises(DataError) as info:
+            read_eval_log(tmp_path / "damaged.json")
+        assert f"damaged.json '{metric}' question 1: {message}" in str(info.value)
+    pert = copy.deepcopy(data)
+    pert["forget_Q_A_PERT_Prob"]["value_by_index"]["0"]["prob"][2] = 2.0
+    (tmp_path / "pert.json").write_text(json.dumps(pert))
+    with pytest.raises(DataError, match=r"'forget_Q_A_PERT_Prob' question 0: 'prob' is 2.0"):
+        read_eval_log(tmp_path / "pert.json")
 
 
 def test_a_missing_question_is_named_past_the_chat_templates_system_prompt(tofu_eval):

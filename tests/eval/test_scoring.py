@@ -157,3 +157,29 @@ def test_prompts_sharing_a_passage_score_as_if_independent(model_and_pairs):
     for batch_size in (1, 5, 64):
         grouped = score_candidates(model, tokenizer, groups, batch_size=batch_size)
         _assert_grouped_equals_flat(grouped, flat)
+
+
+def test_a_prompt_that_fills_max_length_is_refused_by_every_scorer(model_and_pairs):
+    """A prompt that leaves no room for its answer is a one-sentence DataError naming
+    eval.max_length, from the shared-prompt, independent and naive paths alike; with room, the
+    answer is scored (cut to the room left, as in training)."""
+    from forgetbench.errors import DataError
+
+    model, tokenizer, pairs = model_and_pairs
+    prompt, answer = pairs[0]
+    tokens = encode_prompt_answer(tokenizer, prompt, answer, max_length=512).prompt_length
+    calls = [
+        lambda n: score_candidates(model, tokenizer, [(prompt, [answer, "x"])], max_length=n),
+        lambda n: score_answers(model, tokenizer, [(prompt, answer)], max_length=n),
+        lambda n: score_answers_naive(model, tokenizer, [(prompt, answer)], max_length=n),
+    ]
+    for call in calls:
+        with pytest.raises(DataError) as info:
+            call(tokens)
+        message = str(info.value)
+        assert f"an evaluation prompt of {tokens} tokens" in message
+        assert f"within max_length={tokens} tokens (eval.max_length" in message
+        assert "\n" not in message
+        first = call(tokens + 1)[0]
+        first = first[0] if isinstance(first, list) else first
+        assert first.tokens == 1  # one answer token fits

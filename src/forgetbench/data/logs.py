@@ -30,6 +30,19 @@ SET_FILES = {
     "world_facts": "eval_real_world_wo_options.json",
 }
 REQUIRED_FIELDS = ("avg_gt_loss", "avg_paraphrased_loss", "average_perturb_loss", "rougeL_recall")
+# What each per-question number may be, checked when a log is read: a value outside would shift a
+# printed score (a ROUGE recall of -5 moves the mean) rather than fail. A mean loss below 0 is a
+# probability above 1; a truth ratio is a ratio of probabilities.
+_UNIT = (0.0, 1.0, "a recall in [0, 1]")
+_NONNEGATIVE = (0.0, math.inf, "a mean loss >= 0 (a probability <= 1)")
+FIELD_RANGES: dict[str, tuple[float, float, str]] = {
+    "avg_gt_loss": _NONNEGATIVE,
+    "avg_paraphrased_loss": _NONNEGATIVE,
+    "average_perturb_loss": _NONNEGATIVE,
+    "rougeL_recall": _UNIT,
+    "rouge1_recall": _UNIT,
+    "truth_ratio": (0.0, math.inf, "a truth ratio >= 0"),
+}
 
 
 @dataclass(frozen=True)
@@ -294,16 +307,26 @@ def _parse_set(table: Any, name: str, source: str) -> SetLog:
         if set(per_question) != set(keys):
             raise DataError(f"{where}: its question indices differ from '{REQUIRED_FIELDS[0]}'")
         fields[key] = [per_question[k] for k in keys]
-    for key in ("avg_gt_loss", "avg_paraphrased_loss", "rougeL_recall"):
+    # rouge1_recall is optional; TOFU's own logs carry a truth ratio per question, which
+    # forgetbench recomputes from the losses, but a log holding an impossible one is not to trust.
+    scalars = (
+        "avg_gt_loss",
+        "avg_paraphrased_loss",
+        "rougeL_recall",
+        "rouge1_recall",
+        "truth_ratio",
+    )
+    for key in (key for key in scalars if key in fields):
         for k, value in zip(keys, fields[key], strict=True):
-            _check_number(value, f"{section} '{key}' question {k}")
+            if value is not None or key != "truth_ratio":
+                _check_number(value, f"{section} '{key}' question {k}", FIELD_RANGES[key])
     widths = set()
     for k, value in zip(keys, fields["average_perturb_loss"], strict=True):
         where = f"{section} 'average_perturb_loss' question {k}"
         if not isinstance(value, list) or not value:
             raise DataError(f"{where}: expected a non-empty list of losses")
         for v in value:
-            _check_number(v, where)
+            _check_number(v, where, FIELD_RANGES["average_perturb_loss"])
         widths.add(len(value))
     if len(widths) > 1:
         raise DataError(
@@ -321,10 +344,18 @@ def _keys(per_question: Any, where: str) -> tuple[str, ...]:
         raise DataError(f'{where}: question indices must be integers like "0", "1"') from None
 
 
-def _check_number(value: Any, where: str) -> None:
+def _check_number(
+    value: Any, where: str, valid: tuple[float, float, str] = (-math.inf, math.inf, "")
+) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataError(f"{where}: expected a number, got {type(value).__name__}")
     if not math.isfinite(value):
         raise DataError(
             f"{where}: value is {value}", "the evaluation produced a non-finite loss; re-run it"
+        )
+    low, high, what = valid
+    if not low <= value <= high:
+        raise DataError(
+            f"{where}: value is {value}, not {what}",
+            "the log is damaged or not a TOFU evaluation log; re-run the evaluation",
         )

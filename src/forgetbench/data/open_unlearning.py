@@ -77,6 +77,8 @@ def to_tofu_layout(data: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _set_table(data: dict[str, Any], name: str, source: str) -> dict[str, dict[str, Any]]:
+    from forgetbench.data.logs import FIELD_RANGES
+
     prefix = _PREFIXES[name]
     gt_name, pert_name, rouge_name = (f"{prefix}_Q_A_{m}" for m in ("Prob", "PERT_Prob", "ROUGE"))
     para_name = f"{prefix}_Q_A_PARA_Prob" if name in _WITH_PARAPHRASE else gt_name
@@ -96,9 +98,17 @@ def _set_table(data: dict[str, Any], name: str, source: str) -> dict[str, dict[s
         "generated_text": {},
     }
     for k in keys:
-        columns["avg_gt_loss"][k] = _number(gt[k], "avg_loss", f"{source} '{gt_name}' question {k}")
+        # The probabilities are not read (the losses are), but one outside [0, 1] marks a log
+        # not to be trusted; every number is checked here, named by open-unlearning's metric.
+        for metric, table in ((gt_name, gt), (para_name, para), (pert_name, pert)):
+            probs = table[k].get("prob") if isinstance(table[k], dict) else None
+            for p in probs if isinstance(probs, list) else [] if probs is None else [probs]:
+                _number({"prob": p}, "prob", f"{source} '{metric}' question {k}", PROBABILITY)
+        columns["avg_gt_loss"][k] = _number(
+            gt[k], "avg_loss", f"{source} '{gt_name}' question {k}", FIELD_RANGES["avg_gt_loss"]
+        )
         columns["avg_paraphrased_loss"][k] = _number(
-            para[k], "avg_loss", f"{source} '{para_name}' question {k}"
+            para[k], "avg_loss", f"{source} '{para_name}' question {k}", FIELD_RANGES["avg_gt_loss"]
         )
         where = f"{source} '{pert_name}' question {k}"
         losses = pert[k].get("avg_loss") if isinstance(pert[k], dict) else None
@@ -106,15 +116,21 @@ def _set_table(data: dict[str, Any], name: str, source: str) -> dict[str, dict[s
             raise DataError(
                 f"{where}: expected a non-empty list 'avg_loss' (one per perturbed answer)"
             )
-        columns["average_perturb_loss"][k] = [_number({"v": v}, "v", where) for v in losses]
+        columns["average_perturb_loss"][k] = [
+            _number({"avg_loss": v}, "avg_loss", where, FIELD_RANGES["average_perturb_loss"])
+            for v in losses
+        ]
         where = f"{source} '{rouge_name}' question {k}"
         for field in ("rouge1_recall", "rougeL_recall"):
-            columns[field][k] = _number(rouge[k], field, where)
+            columns[field][k] = _number(rouge[k], field, where, FIELD_RANGES[field])
         texts = [rouge[k].get(t) for t in ("input", "generation", "ground_truth")]
         if not all(isinstance(t, str) for t in texts):
             raise DataError(f"{where}: expected the strings 'input', 'generation', 'ground_truth'")
         columns["generated_text"][k] = texts  # TOFU's order: prompt, generation, ground truth
     return columns
+
+
+PROBABILITY = (0.0, 1.0, "a probability in [0, 1]")
 
 
 def _by_index(data: dict[str, Any], metric: str, source: str) -> dict[str, Any]:
@@ -130,12 +146,18 @@ def _by_index(data: dict[str, Any], metric: str, source: str) -> dict[str, Any]:
     return table
 
 
-def _number(entry: Any, field: str, where: str) -> float:
+def _number(entry: Any, field: str, where: str, valid: tuple[float, float, str]) -> float:
     value = entry.get(field) if isinstance(entry, dict) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise DataError(f"{where}: expected a number '{field}', got {type(value).__name__}")
     if not math.isfinite(value):
         raise DataError(
             f"{where}: '{field}' is {value}", "the evaluation produced a non-finite loss"
+        )
+    low, high, what = valid
+    if not low <= value <= high:
+        raise DataError(
+            f"{where}: '{field}' is {value}, not {what}",
+            "the log is damaged; re-run open-unlearning's evaluation",
         )
     return float(value)

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 
 from forgetbench.eval.outputs import AnswerScore
 
+# Tokens per scored text of the MIA and formats tasks when eval.max_length is unset (TOFU's
+# questions use train.max_length); kept, so that unset, their numbers stay those of before.
+UNSET_SCORED_LENGTH = 512
+
 
 @dataclass(frozen=True)
 class Score:
@@ -23,7 +27,7 @@ class Score:
     prompt: str
     answers: tuple[str, ...]
     add_eos: bool = True
-    max_length: int | None = 512
+    max_length: int | None = UNSET_SCORED_LENGTH
 
     def __post_init__(self) -> None:
         if not self.answers:

@@ -13,7 +13,7 @@ from typing import Any
 from forgetbench import __version__
 from forgetbench.config import EvalConfig
 from forgetbench.data.logs import EvalLog, read_eval_log, write_eval_log
-from forgetbench.errors import DataError
+from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.distributed import is_main_process
 from forgetbench.eval.summary import compare
@@ -53,7 +53,11 @@ def _model_identity(model_dir: str | Path) -> str:
     return json.dumps([str(path.resolve()) if path.exists() else str(model_dir), stamp])
 
 
-_NEWER_OPTIONS = ("lume_mmlu", "max_questions")  # EvalConfig fields added after caches existed
+_NEWER_OPTIONS = (
+    "lume_mmlu",
+    "max_questions",
+    "max_length",
+)  # EvalConfig fields added after caches existed
 # Options read when rows are made from several evaluations (shadow-model attacks), never by one.
 ROW_TIME_OPTIONS = frozenset({"mia_shadows", "mia_rmia_gamma"})
 
@@ -88,6 +92,20 @@ def evaluation_key(
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def scored_length(model: Any, options: EvalConfig, train_max_length: int) -> int:
+    """The evaluation's tokens per scored prompt+answer (`EvalConfig.scored_length`), refused
+    past the model's context: positions it never learned give numbers that mean nothing, or an
+    index error for learned position embeddings."""
+    length = options.scored_length(train_max_length)
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if options.max_length is not None and isinstance(context, int) and length > context:
+        raise ConfigError(
+            f"eval.max_length={length} is longer than the model's context ({context} tokens)",
+            f"set eval.max_length to at most {context}",
+        )
+    return length
+
+
 def evaluate_model(
     model: Any,
     tokenizer: Any,
@@ -107,6 +125,7 @@ def evaluate_model(
     final score. `phases`, when given, receives the seconds spent scoring and generating;
     `on_task(name, k, n)` hears of each task as it starts (k of the n that apply)."""
     check_utility_options(options)
+    max_length = scored_length(model, options, max_length)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
         options=options, template=template, tokenizer=tokenizer, max_length=max_length,

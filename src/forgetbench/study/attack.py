@@ -125,7 +125,12 @@ def _evaluate(
     """TOFU's forget-set evaluation of `records` (the model changed by `prepare` first), cached
     by the model, the records, the variant and the evaluation options."""
     from forgetbench.eval.backend import FastBackend
-    from forgetbench.eval.runner import cached_evaluation, evaluation_key, write_evaluation
+    from forgetbench.eval.runner import (
+        cached_evaluation,
+        evaluation_key,
+        scored_length,
+        write_evaluation,
+    )
     from forgetbench.eval.summary import set_scores
     from forgetbench.eval.tasks.task import run_task
     from forgetbench.eval.tasks.tofu import TofuTask
@@ -145,7 +150,8 @@ def _evaluate(
             prepare(model)
         task = TofuTask(
             {"forget": list(records)}, study.template, tokenizer,
-            max_new_tokens=options.max_new_tokens, max_length=study.max_length,
+            max_new_tokens=options.max_new_tokens,
+            max_length=scored_length(model, options, study.max_length),
             form=options.truth_ratio_form,
         )  # fmt: skip
         log = run_task(task, FastBackend(model, tokenizer, batch_size=options.batch_size)).eval_log

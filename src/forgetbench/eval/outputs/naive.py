@@ -21,12 +21,15 @@ def score_answers_naive(
 ) -> list[AnswerScore]:
     """The reference path `forgetbench bench eval` times the fast ones against: one pair at a time,
     every prompt re-encoded, logits over every position, no cache, no de-duplication."""
+    from forgetbench.eval.outputs.scoring import prompt_too_long
     from forgetbench.modeling import IGNORE_INDEX, encode_prompt_answer
 
     model.eval()
     out = []
     for prompt, answer in pairs:
         e = encode_prompt_answer(tokenizer, prompt, answer, max_length=max_length, add_eos=add_eos)
+        if e.prompt_length >= max_length:
+            raise prompt_too_long(prompt, e.prompt_length, max_length)
         ids = torch.tensor([e.input_ids], device=model.device)
         labels = torch.tensor([e.labels], device=model.device)[:, 1:]
         logits = model(input_ids=ids).logits[:, :-1]

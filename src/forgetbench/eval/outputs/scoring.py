@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from forgetbench.errors import DataError
 from forgetbench.eval.outputs.prefix_cache import left_pad, shared_prefix_stage, shared_prefixes
 from forgetbench.eval.outputs.statistics import (
     AnswerScore,
@@ -17,6 +18,19 @@ from forgetbench.eval.outputs.statistics import (
     token_statistics,
     with_cache,
 )
+
+
+def prompt_too_long(prompt: str, tokens: int, max_length: int) -> DataError:
+    """A prompt that leaves no room for its answer is refused, not cut: cutting the prompt
+    would score the answer to another question (a comprehension passage without its question),
+    and a score of no answer tokens means nothing."""
+    start = " ".join(prompt.split())[:50]
+    return DataError(
+        f"an evaluation prompt of {tokens} tokens ({start!r}...) leaves no room for its answer "
+        f"within max_length={max_length} tokens (eval.max_length; unset = train.max_length)",
+        "raise eval.max_length (at most the model's context), or turn off the task with such "
+        "long prompts (e.g. eval.formats=false, eval.lume=false)",
+    )
 
 
 @torch.no_grad()
@@ -45,6 +59,9 @@ def score_answers(
         encode_prompt_answer(tokenizer, prompt, answer, max_length=max_length, add_eos=add_eos)
         for prompt, answer in unique
     ]
+    for (prompt, _), e in zip(unique, encoded, strict=True):
+        if e.prompt_length >= max_length:
+            raise prompt_too_long(prompt, e.prompt_length, max_length)
     order = sorted(range(len(unique)), key=lambda i: len(encoded[i].input_ids))
     trim = accepts_logits_to_keep(type(model))
     scores: dict[tuple[str, str], AnswerScore] = {}
@@ -113,9 +130,7 @@ def score_candidates(
             raise ValueError(f"the tokens of prompt {prompt[-40:]!r} depend on its answer")
         room = max_length - len(prompt_ids)
         if room <= 0:
-            raise ValueError(
-                f"a prompt of {len(prompt_ids)} tokens fills max_length={max_length}; raise eval max_length"
-            )
+            raise prompt_too_long(prompt, len(prompt_ids), max_length)
         prompts.append(prompt_ids)
         answers.append([e.input_ids[e.prompt_length :][:room] for e in encoded])
     shared, cluster = shared_prefixes(prompts)

@@ -62,7 +62,7 @@ def token_statistics(
     for row in range(labels.shape[0]):
         keep = mask[row]
         if not bool(keep.any()):
-            raise ValueError("an answer has no tokens within max_length; raise eval max_length")
+            raise ValueError("an answer has no tokens to score")
         out.append(
             AnswerScore(
                 token_logps[row, keep].double().cpu().numpy(),

@@ -11,7 +11,7 @@ import numpy as np
 
 from forgetbench.benchmarks.mini.formats import FORMATS, MC_FORMATS, SIDES
 from forgetbench.benchmarks.mini.read import load_format
-from forgetbench.eval.requests import Generate, Request, Response, Score
+from forgetbench.eval.requests import UNSET_SCORED_LENGTH, Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
 from forgetbench.metrics import aggregate
 from forgetbench.metrics.formats import LETTERS, cloze_probability, mc_success
@@ -65,24 +65,27 @@ class FormatsTask:
         tokenizer: Any,
         *,
         max_new_tokens: int,
+        max_length: int = UNSET_SCORED_LENGTH,
     ) -> None:
         self.subsets = {name: list(records) for name, records in subsets.items()}
         self.template = template
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
+        self.max_length = max_length
 
     def requests(self, subset: str, doc: Any) -> list[Request]:
         kind = _kind(subset)
         if kind == "multiple_choice":
             letters = LETTERS[: len(doc.options)]
             answers = tuple(self.template.answer(letter) for letter in letters)
-            return [Score(_mc_prompt(doc, self.template, self.tokenizer), answers, add_eos=False)]
+            prompt = _mc_prompt(doc, self.template, self.tokenizer)
+            return [Score(prompt, answers, add_eos=False, max_length=self.max_length)]
         if kind == "cloze":
             tail = doc.prefix[len(doc.prefix.rstrip()) :] + doc.span  # the span with its space
             answer = self.template.answer(doc.prefix + doc.span)
             cut = len(answer) - len(tail)
             prompt = self.template.prompt(doc.question, self.tokenizer) + answer[:cut]
-            return [Score(prompt, (answer[cut:],), add_eos=False)]
+            return [Score(prompt, (answer[cut:],), add_eos=False, max_length=self.max_length)]
         return [Generate(self.template.prompt(doc.question, self.tokenizer), self.max_new_tokens)]
 
     def process(self, subset: str, doc: Any, responses: Sequence[Response]) -> dict[str, Any]:
@@ -126,5 +129,6 @@ def formats_task(setup: EvalSetup) -> FormatsTask | None:
         if (folder / f"{name}_{side}.jsonl").is_file()
     }
     return FormatsTask(
-        subsets, setup.template, setup.tokenizer, max_new_tokens=setup.options.max_new_tokens
-    )
+        subsets, setup.template, setup.tokenizer, max_new_tokens=setup.options.max_new_tokens,
+        max_length=setup.options.max_length or UNSET_SCORED_LENGTH,
+    )  # fmt: skip

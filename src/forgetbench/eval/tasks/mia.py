@@ -12,7 +12,7 @@ import numpy as np
 from forgetbench.data.tofu import load_tofu, split_file
 from forgetbench.errors import DataError
 from forgetbench.eval.outputs import AnswerScore
-from forgetbench.eval.requests import Request, Response, Score
+from forgetbench.eval.requests import UNSET_SCORED_LENGTH, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
 from forgetbench.metrics import aggregate, mia
 
@@ -60,7 +60,7 @@ class MembershipTask:
         k: float = 0.4,
         prefix: str = "mia",
         add_eos: bool = True,
-        max_length: int | None = 512,
+        max_length: int | None = UNSET_SCORED_LENGTH,
     ) -> None:
         if not members or not nonmembers:
             raise ValueError("membership inference needs members and non-members")
@@ -132,7 +132,10 @@ def mia_task(setup: EvalSetup) -> MembershipTask | None:
             for r in load_tofu(setup.tofu, split)
         ]
 
-    return MembershipTask(pairs(setup.split), pairs(holdout), k=setup.options.mia_k)
+    return MembershipTask(
+        pairs(setup.split), pairs(holdout), k=setup.options.mia_k,
+        max_length=setup.options.max_length or UNSET_SCORED_LENGTH,
+    )  # fmt: skip
 
 
 def _column(items: Sequence[Mapping[str, Any]], name: str, what: str) -> np.ndarray:

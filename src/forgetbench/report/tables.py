@@ -134,6 +134,29 @@ def leaderboard(
     return sorted(board, key=_rank)
 
 
+def reference_entries(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """The reference models (finetuned, retain, base) of every split as leaderboard entries:
+    the same columns, step 0, never flagged; what the ranked methods are read against."""
+    optional = [c for c in _OPTIONAL_COLUMNS if has_key(rows, c[1])]
+    return [
+        {
+            **{key: _value(row, source) for key, source, _ in (*_COLUMNS, *optional)},
+            "matched": True,
+            "note": "",
+        }
+        for split in splits(rows)
+        for method in REFERENCE_METHODS
+        if (row := reference(rows, split, method)) is not None
+    ]
+
+
+def chosen_steps(rows: Sequence[Row]) -> set[tuple[str, str, int]]:
+    """(split, method, step) of every leaderboard entry: the rows results.csv marks as chosen,
+    so the leaderboard can be rebuilt from the CSV alone (with seeds: every seed's row at the
+    step chosen on the seeds' means)."""
+    return {(e["split"], e["method"], e["step"]) for e in leaderboard(rows)}
+
+
 # --- seeds (study.seeds) ------------------------------------------------------------------------
 
 _NOT_SCORES = ("split", "method", "seed", "step", "epoch", "log")

@@ -2,6 +2,7 @@
 
     python scripts/report_screenshot.py runs/demo docs/report.png      # folder holding report.html
     python scripts/report_screenshot.py runs/demo/report.html out.png --width 1280
+    python scripts/report_screenshot.py runs/demo docs/report.png --height 1400  # the top only
 
 Talks to Chromium over the Chrome DevTools Protocol on a pipe (`--remote-debugging-pipe`: JSON
 messages ended by a NUL byte on file descriptors 3 and 4), so it needs only the standard library and
@@ -173,9 +174,15 @@ def _above(fd: int, lowest: int) -> int:
 
 
 def render(
-    page: Path, *, chromium: str = CHROMIUM, width: int = 1280, timeout: float = 60.0
+    page: Path,
+    *,
+    chromium: str = CHROMIUM,
+    width: int = 1280,
+    height: int | None = None,
+    timeout: float = 60.0,
 ) -> Rendered:
-    """Load `page` in headless Chromium and return what it saw, with a full-page screenshot."""
+    """Load `page` in headless Chromium and return what it saw, with a screenshot of the whole
+    page or of its top `height` pixels."""
     with DevTools(chromium, timeout=timeout) as browser:
         target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
@@ -192,7 +199,8 @@ def render(
                 "Runtime.evaluate", {"expression": _INSPECT, "returnByValue": True}, session
             )["result"]["value"]
         )
-        clip = {"x": 0, "y": 0, "width": seen["width"], "height": seen["height"], "scale": 1}
+        tall = seen["height"] if height is None else min(height, seen["height"])
+        clip = {"x": 0, "y": 0, "width": seen["width"], "height": tall, "scale": 1}
         shot = browser.send(
             "Page.captureScreenshot",
             {"format": "png", "captureBeyondViewport": True, "clip": clip},
@@ -234,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("png", type=Path, help="where to write the screenshot")
     parser.add_argument("--width", type=int, default=1280, help="viewport width in CSS pixels")
+    parser.add_argument(
+        "--height", type=int, default=None, help="only the top HEIGHT pixels (default: the page)"
+    )
     parser.add_argument("--chromium", default=CHROMIUM, help="the Chromium binary")
     args = parser.parse_args(argv)
     page = args.report / "report.html" if args.report.is_dir() else args.report
@@ -249,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    rendered = render(page, chromium=args.chromium, width=args.width)
+    rendered = render(page, chromium=args.chromium, width=args.width, height=args.height)
     args.png.parent.mkdir(parents=True, exist_ok=True)
     args.png.write_bytes(rendered.png)
     for error in rendered.errors:

@@ -140,12 +140,16 @@ def test_a_second_study_in_a_new_folder_trains_and_evaluates_nothing(
     assert first["same_data"] == {"forget01": "forget10"}
     assert first["config"]["study"]["splits"] == ["forget01", "forget10"]
     by_split = {
-        split: [{**r, "split": None} for r in first["rows"] if r["split"] == split]
+        split: [{**r, "split": None, "log": None} for r in first["rows"] if r["split"] == split]
         for split in ("forget01", "forget10")
     }
     assert by_split["forget01"] == by_split["forget10"] and len(by_split["forget10"]) == 4
     assert first["rows"][0]["split"] == "forget01"
-    assert not (tmp_path / "first" / "logs" / "forget01").exists()
+    # Each split's rows point at logs/{split}/...: forget01's folder links to forget10's.
+    assert (tmp_path / "first" / "logs" / "forget01").readlink() == Path("forget10")
+    for row in first["rows"]:
+        assert row["log"].startswith(f"logs/{row['split']}/"), row["log"]
+        assert (tmp_path / "first" / row["log"] / "summary.json").is_file(), row["log"]
 
     capsys.readouterr()
     assert main(["cache", "list", "--json"]) == 0

@@ -72,7 +72,70 @@ def test_the_study_writes_through_the_model(tmp_path: Path):
     assert written == json.dumps(results, indent=2, ensure_ascii=False) + "\n"
     with (tmp_path / "results.csv").open(encoding="utf-8") as handle:
         table = list(csv.reader(handle))
-    assert table[0] == list(ROW) and len(table) == 3
+    # The row's keys in order, with the leaderboard's mark just before the log folder.
+    assert table[0] == [*list(ROW)[:-1], "leaderboard", "log"] and len(table) == 3
+
+
+def _board_row(method: str, step: int, utility: float, quality: float, **extra) -> dict:
+    return {"split": "forget10", "method": method, "step": step, "model_utility": utility,
+            "forget_quality": quality, **extra, "log": f"logs/forget10/{method}/step-{step}"}  # fmt: skip
+
+
+def test_results_csv_marks_the_leaderboards_step_so_it_can_be_rebuilt(tmp_path: Path):
+    from forgetbench.report.tables import leaderboard
+
+    # Finetuned utility 0.5, bar 0.45: npo's step 10 forgets best above the bar (step 15 is
+    # below it); idk never reaches the bar, so its highest-utility step 5 is chosen, flagged.
+    rows = [
+        _board_row("finetuned", 0, 0.5, 1e-6),
+        _board_row("retain", 0, 0.49, 1.0),
+        _board_row("npo", 5, 0.5, 1e-4),
+        _board_row("npo", 10, 0.46, 1e-2),
+        _board_row("npo", 15, 0.30, 0.5),
+        _board_row("idk", 5, 0.44, 1e-5),
+        _board_row("idk", 10, 0.40, 1e-3),
+    ]
+    write_results(tmp_path, {"rows": rows})
+    with (tmp_path / "results.csv").open(encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    marks = {(r["method"], int(r["step"])): r["leaderboard"] for r in table}
+    assert marks == {("finetuned", 0): "", ("retain", 0): "", ("npo", 5): "False",
+                     ("npo", 10): "True", ("npo", 15): "False", ("idk", 5): "True",
+                     ("idk", 10): "False"}  # fmt: skip
+    # The leaderboard from the CSV alone: the marked rows, best forget quality first.
+    rebuilt = sorted(
+        (r for r in table if r["leaderboard"] == "True"), key=lambda r: -float(r["forget_quality"])
+    )
+    board = leaderboard(rows)
+    assert [(r["method"], int(r["step"])) for r in rebuilt] == [
+        (e["method"], e["step"]) for e in board
+    ]
+    assert [e["step"] for e in board] == [10, 5]
+
+
+def test_identical_splits_point_at_logs_under_their_own_names(tmp_path: Path):
+    from forgetbench.study.run import _logs_under_own_names
+
+    (tmp_path / "logs" / "forget10" / "npo" / "step-5").mkdir(parents=True)
+    (tmp_path / "logs" / "forget10" / "npo" / "step-5" / "summary.json").write_text("{}")
+    # forget01 and forget05 were computed as forget10; forget05 already has a real folder (an
+    # older study): its rows keep the computed split's folder, which exists.
+    (tmp_path / "logs" / "forget05").mkdir()
+    rows = [
+        {"split": s, "method": "npo", "step": 5, "log": "logs/forget10/npo/step-5"}
+        for s in ("forget01", "forget05", "forget10")
+    ]
+    same = {"forget01": "forget10", "forget05": "forget10"}
+    done = _logs_under_own_names(tmp_path, same, rows)
+    assert [r["log"] for r in done] == [
+        "logs/forget01/npo/step-5",
+        "logs/forget10/npo/step-5",
+        "logs/forget10/npo/step-5",
+    ]
+    assert all((tmp_path / r["log"] / "summary.json").is_file() for r in done)
+    assert (tmp_path / "logs" / "forget01").readlink() == Path("forget10")  # relative: movable
+    # Run again into the same folder: the link is replaced, not nested.
+    assert _logs_under_own_names(tmp_path, same, rows) == done
 
 
 def test_the_study_refuses_to_write_a_row_the_report_could_not_read(tmp_path: Path):

@@ -1020,11 +1020,12 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     )
     report = build_report(out)
     if not args.json:
-        print_leaderboard(leaderboard(results["rows"]))
-        for split, computed in results.get("same_data", {}).items():
+        # Identical splits once, as in the report: their rows are the computed split's.
+        same = results.get("same_data", {})
+        print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
+        for split, computed in same.items():
             print(
-                f"{split} holds the same questions as {computed} at this scale: computed once, "
-                "reported under both names"
+                f"{split} = {computed} here (the same questions): computed once, shown as {computed}"
             )
         print(f"results: {out / 'results.json'}, {out / 'results.csv'}")
         print(f"report:  {report}")

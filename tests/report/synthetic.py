@@ -149,6 +149,6 @@ def write_results(folder: Path, results: dict[str, Any]) -> Path:
 def figure_ids() -> list[str]:
     return [
         f"{kind}-{split}"
-        for kind in ("fq-plane", "subscores", "formats", "mia", "robustness")
+        for kind in ("fq-plane", "subscores", "mia", "robustness", "formats")  # the page's order
         for split in SPLITS
     ]

@@ -43,7 +43,8 @@ def test_page_is_self_contained_with_unique_ids(built_report: Path):
     page = built_report.read_text(encoding="utf-8")
     urls = set(re.findall(r"https?://[^\s\"'<>)]+", page))
     assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}  # XML namespaces
-    assert not re.search(r"<(link|img|iframe|object)\b|\bsrc=", page)
+    # No <image> either: matplotlib writes an imshow or a long colour bar as an embedded PNG.
+    assert not re.search(r"<(link|img|image|iframe|object)\b|\bsrc=", page)
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids)), "inline SVGs must not share element ids"
     assert (TEMPLATES / "report.css").read_text(encoding="utf-8") in page  # inlined, not linked
@@ -75,7 +76,8 @@ def test_names_from_the_results_are_escaped_everywhere(tmp_path: Path):
     assert "<figure" not in page and "<script" not in page and "<img" not in page
     assert "<b>stage" not in page and "<i>metric" not in page
     escaped = {n: str(markupsafe.escape(n)) for n in (split, method, stage, metric)}
-    assert f"<h3>{escaped[method]} on {escaped[split]}, step 15</h3>" in page
+    assert f"<h3>{escaped[split]}</h3>" in page  # the examples' heading
+    assert f'<tr><td>{escaped[method]}</td><td class="num">15</td>' in page  # an example's model
     assert f"<td>{escaped[method]} *</td><td>{escaped[split]}</td>" in page  # the leaderboard
     assert f"<td>{escaped[stage]}</td>" in page and f"<td>{escaped[metric]}</td>" in page
 
@@ -84,9 +86,13 @@ def test_header_leaderboard_and_sections(built_report: Path):
     page = built_report.read_text(encoding="utf-8")
     for text in ("mini", "tiny", "abc123", "0.1.0", "1 min 15.2 s", "0.9 × the finetuned"):
         assert text in page
-    for section in ("leaderboard", "plots", "examples", "config"):
-        assert f'<section id="{section}">' in page
-    assert page.count("I don&#39;t know (npo)") == len(SPLITS) * 3  # 3 examples per method
+    sections = re.findall(r'<section id="([^"]+)">', page)
+    assert sections == ["leaderboard", "fq-plane", "findings", "subscores", "mia", "robustness",
+                        "formats", "examples", "config", "timings"]  # fmt: skip
+    # The table of contents links every section, in the page's order.
+    toc = page[page.index('<nav class="toc">') : page.index("</nav>")]
+    assert re.findall(r'<a href="#([^"]+)">', toc) == sections
+    assert page.count("I don&#39;t know (npo)") == len(SPLITS) * 3  # 3 questions per split
 
 
 def test_rebuild_is_byte_identical(built_report: Path, tmp_path: Path):
@@ -133,7 +139,12 @@ def test_only_reference_rows(tmp_path: Path):
     results["rows"] = [r for r in results["rows"] if r["method"] in ("finetuned", "retain")]
     page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
     assert "No unlearning method in the results." in page and 'id="fq-plane-forget01"' in page
-    assert "<h3>Reference models</h3>" in page
+    # The reference rows head the leaderboard table, in its columns.
+    board = page[page.index('<table class="leaderboard">') :]
+    board = board[: board.index("</table>")]
+    assert re.findall(r'<tr class="reference"><td>([^<]+)</td><td>([^<]+)</td>', board) == [
+        (m, s) for s in SPLITS for m in ("finetuned", "retain")
+    ]
 
 
 def test_missing_results_json_raises_data_error(tmp_path: Path):
@@ -204,8 +215,9 @@ def test_without_attacks_there_is_no_robustness_section(tmp_path: Path):
 def test_membership_table_per_model_with_not_resolvable_cells(tmp_path: Path):
     results = synthetic_results()
     page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
-    section = page[page.index('<section id="mia">') : page.index('<section id="plots">')]
-    # One table per split and model: 3 reference models + 3 methods at their last step.
+    section = page[page.index('<section id="mia">') : page.index('<section id="robustness">')]
+    # Folded: one table per split and model: 3 reference models + 3 methods at their last step.
+    section = section[section.index("<details>") : section.index("</details>")]
     titles = re.findall(r"<h3>([^<]+)</h3>", section)
     assert titles[:4] == [
         "finetuned on forget01",
@@ -254,8 +266,30 @@ def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(tmp_path: Path)
     assert all(f'id="{fid}"' in page for fid in figure_ids())
     # Each leaderboard cell of utility carries its interval: the two seeds' values, 0.02 apart.
     board = page[page.index('<table class="leaderboard">') :]
-    first = board[: board.index("</tr>", board.index("</tr>") + 1)]  # header and first entry
+    # The first method's row: past the header and the reference rows.
+    first = re.findall(r'<tr(?! class="reference")[^>]*><td>.*?</tr>', board)[0]
     cells = re.findall(r'<td class="num">([^<]*)</td>', first)
     # Columns after method and split: step, forget quality, model utility, ...
     mean, low, high = (float(x) for x in re.findall(r"[0-9.]+", cells[2]))
     assert high - low == pytest.approx(0.02, abs=1e-4) and low < mean < high
+
+
+def test_identical_splits_are_shown_once_and_named(tmp_path: Path):
+    # What a tiny study writes: forget01 holds forget10's questions, so its rows are forget10's
+    # under its own name, and same_data says so.
+    results = synthetic_results()
+    ten = [r for r in results["rows"] if r["split"] == "forget10"]
+    results["rows"] = [{**r, "split": s} for s in SPLITS for r in ten]
+    examples = [e for e in results["examples"] if e["split"] == "forget10"]
+    results["examples"] = [{**e, "split": s} for s in SPLITS for e in examples]
+    results["same_data"] = {"forget01": "forget10"}
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert re.findall(r'<figure class="plot" id="([^"]+)"', page) == [
+        i for i in figure_ids() if i.endswith("forget10")
+    ]
+    assert "<b>Identical splits:</b> forget01 holds\nthe same questions as forget10" in page
+    assert page.count("<figcaption><b>forget10 (= forget01).</b>") == 5
+    assert ">forget01<" not in page  # no table cell or heading of its own
+    board = page[page.index('<table class="leaderboard">') :]
+    assert board[: board.index("</table>")].count("<td>forget10</td>") == 3 + 3  # refs + methods
+    assert page.count("I don&#39;t know (npo)") == 3  # each question once, not once per name

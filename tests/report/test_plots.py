@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 from synthetic import synthetic_results
 
-from forgetbench.report import plots
+from forgetbench.report import meta_plot, plots, robustness
 
-PLOTS = [plots.forget_quality_plane, plots.subscore_curves, plots.format_spider, plots.mia_curves]
+PLOTS = [
+    plots.forget_quality_plane,
+    plots.subscore_curves,
+    plots.format_grid,
+    plots.mia_curves,
+    robustness.robustness_bars,
+]
 
 
 @pytest.mark.parametrize("draw", PLOTS, ids=lambda f: f.__name__)
@@ -55,7 +61,24 @@ def test_mia_attacks_are_the_auc_keys_only():
 
 def test_meta_eval_labels_are_spread_one_line_apart_in_the_points_order():
     # 0.90, 0.91, 0.92 crowd together: each label one gap (0.032) above the one below.
-    assert plots._spread([0.5, 0.9, 0.91, 0.92]) == pytest.approx([0.5, 0.9, 0.932, 0.964])
+    assert meta_plot._spread([0.5, 0.9, 0.91, 0.92]) == pytest.approx([0.5, 0.9, 0.932, 0.964])
     # Running past the top (1.0 + 0.032 > 1.02): the column moves down by the overshoot.
-    assert plots._spread([0.99, 1.0]) == pytest.approx([0.988, 1.02])
-    assert plots._spread([]) == []
+    assert meta_plot._spread([0.99, 1.0]) == pytest.approx([0.988, 1.02])
+    assert meta_plot._spread([]) == []
+
+
+def test_every_method_has_its_own_colour_and_marker():
+    rows = [{"split": "s", "method": f"m{i}", "step": 5} for i in range(20)]
+    styles = plots.method_styles(rows)
+    assert len({s["color"] for s in list(styles.values())[:18]}) == 18  # a study's 15 and more
+    assert len({(s["color"], s["marker"]) for s in styles.values()}) == 20
+    assert all(s["color"] != "#7f7f7f" for s in styles.values())  # the retain model's grey
+
+
+def test_the_forget_quality_plane_zooms_only_when_a_method_broke_the_model():
+    # Bar at 0.837 (0.9 x 0.93): every point near it -> one panel.
+    assert plots._focus([0.85, 0.9, 0.93], 0.837) is None
+    # grad_ascent at utility 0: the zoom runs from a little left of the bar past the last point.
+    low, high = plots._focus([0.0, 0.85, 0.93], 0.837)
+    assert 0.8 < low < 0.837 and 0.93 < high < 0.96
+    assert plots._focus([0.0, 0.9], None) is None  # no finetuned utility, no bar

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -125,3 +126,65 @@ def test_lume_mmlu_notes_name_only_flagged_models():
     scores = {"lume/utility": 0.2, "lume/utility_source": "mmlu_lm_eval"}
     (note,) = lume_mmlu_notes([{**scores, "lume/mmlu_below_threshold": True}])  # one `eval`
     assert "MMLU 0.2000 (measured by lm-eval) of the model is below 0.371" in note
+
+
+def _study_board(splits: tuple[str, ...] = ("forget10",)) -> list[dict]:
+    """A leaderboard the size of the built-in study's: fifteen methods, PrivLeak and LUME final."""
+    from forgetbench.methods import METHODS
+
+    rows = []
+    for split in splits:
+        rows.append({**_row("finetuned", 0, 0.931, 5.57e-05, split), "privleak": -100.0})
+        for i, method in enumerate(METHODS.names()):
+            quality = 10.0 ** -(i % 5) * 0.1745
+            rows.append({**_row(method, 25, 0.80 + 0.01 * i, quality, split),
+                         "forget/rougeL": 0.033, "retain/rougeL": 0.7461, "privleak": 268.1159,
+                         "lume/final": 0.5556 if i % 2 else None})  # fmt: skip
+    return leaderboard(rows)
+
+
+def _printed(board: list[dict], **console) -> list[str]:
+    out = io.StringIO()
+    print_leaderboard(board, Console(file=out, color_system=None, **console))
+    return out.getvalue().splitlines()
+
+
+def test_the_leaderboard_fits_80_columns_without_cutting_a_name():
+    from forgetbench.methods import METHODS
+
+    board = _study_board()
+    lines = _printed(board, width=80, force_terminal=True)
+    text = "\n".join(lines)
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in text
+    # Every method whole, on one line with its numbers (a flagged one with its '*').
+    for method in METHODS.names():
+        assert re.search(rf"^{method}( \*)? +25 ", text, flags=re.M), method
+    assert "FQ = forget quality" in text and "LUME = LUME final" in text
+    # Two splits at 80 columns: one table per split, the split as its title.
+    lines = _printed(_study_board(("forget05", "forget10")), width=80, force_terminal=True)
+    assert [line.strip() for line in lines if line.strip().startswith("forget")][:2] == [
+        "forget05",
+        "forget10",
+    ]
+
+
+def test_a_very_narrow_terminal_gets_one_block_per_method():
+    board = _study_board()
+    lines = _printed(board, width=40, force_terminal=True)
+    assert max(len(line) for line in lines) <= 40 and "…" not in "\n".join(lines)
+    head = next(i for i, line in enumerate(lines) if line.startswith("grad_ascent"))
+    assert lines[head].startswith("grad_ascent") and "(forget10, step 25)" in lines[head]
+    assert "FQ " in lines[head + 1]
+
+
+def test_the_leaderboard_in_a_log_file_is_full_width(capsys):
+    # Piped or redirected (pytest captures stdout: not a terminal), nothing is cut or abbreviated.
+    board = _study_board()
+    print_leaderboard(board)
+    text = capsys.readouterr().out
+    assert "…" not in text
+    for title in ("forget quality", "model utility", "forget ROUGE-L", "retain ROUGE-L"):
+        assert title in text
+    assert "grad_ascent" in text and "FQ =" not in text
+    assert max(len(line) for line in text.splitlines()) > 80  # wider than rich's default

@@ -24,11 +24,12 @@ from forgetbench.findings import check_findings, findings_rules
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.report import plots, robustness, tables
+from forgetbench.report.meta_plot import meta_eval_plot
 from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
-EXAMPLES_PER_METHOD = 3
+EXAMPLES_PER_SPLIT = 3  # questions shown per split, each with every method's answer
 
 _SUBSCORE_KEYS = [f"{s}/{m}" for s, _ in plots.SETS for m, _ in plots.SUBSCORES]
 # figure id prefix -> (title, plot function, key groups a split needs a value from each of, what
@@ -50,7 +51,7 @@ _PLOTS: dict[
     ),
     "formats": (
         "Scores per format",
-        plots.format_spider,
+        plots.format_grid,
         (("formats/",),),
         "formats/<format>/<side> scores",
     ),
@@ -62,7 +63,7 @@ _PLOTS: dict[
     ),
     "robustness": (
         "Robustness attacks",
-        plots.robustness_bars,
+        robustness.robustness_bars,
         (("attack/none/rougeL",),),
         "attack/* scores (study.attacks)",
     ),
@@ -96,28 +97,40 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
 
     # Tables and plots read rows as plain mappings, as the CLI hands them the study's own rows.
     rows = [row.model_dump() for row in results.rows]
+    # Splits with the same questions (the tiny scale's forget01/05/10) carry identical rows: the
+    # page shows the computed one and names the others beside it (results.csv keeps them all).
+    same = {s: c for s, c in results.same_data.items() if c in tables.splits(rows) and s != c}
+    rows = [r for r in rows if r["split"] not in same]
+    examples = [e for e in results.examples if e.split not in same]
     board = tables.leaderboard(rows)
     seeds = _seed_table(rows, board) if tables.is_seeded(rows) else None
     # With seeds, the plots and reference table draw each step's mean over the seeds.
     rows = tables.seed_means(rows) if seeds else rows
+    references = tables.reference_entries(rows)
+    columns = tables.leaderboard_columns(board or references)
+    identical = _identical(results.rows, same)
     groups, notes = _figures(rows)
     template = _environment().get_template(TEMPLATE)
     return template.render(
         results=results,
+        identical=identical,
+        labels={g["shown"]: f"{g['shown']} (= {', '.join(g['others'])})" for g in identical},
         timings=_timings(results.timings),
         notes=notes,
         lume_notes=tables.lume_mmlu_notes(rows),
         board=board,
+        references=references,
         seeds=seeds,
-        columns=tables.leaderboard_columns(board),
+        columns=columns,
+        lume_column=any(key == "lume_final" for key, _ in columns),
         board_notes=sorted({e["note"] for e in board} - {""}),
-        references=_references(rows),
         robustness=_robustness(rows),
         robustness_caption=robustness.CAPTION,
+        mia=_mia_grid(rows),
         mia_tables=_mia_tables(rows),
         not_resolvable=NOT_RESOLVABLE,
         plots=groups,
-        examples=_examples(results.examples),
+        examples=_examples(examples),
         metric_versions=list(results.metric_versions.items()),
         config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
         utility_ratio=f"{tables.UTILITY_RATIO:g}",
@@ -126,6 +139,16 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         findings_rules=list(findings_rules().items()),
         meta=_meta_eval(meta),
     )
+
+
+def _identical(rows: Sequence[Any], same: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each group of splits with the same questions: the split shown and the ones it stands for,
+    in the study's order."""
+    order = list(dict.fromkeys(r.split for r in rows))
+    return [
+        {"shown": shown, "others": [s for s in order if same.get(s) == shown]}
+        for shown in dict.fromkeys(same.values())
+    ]
 
 
 def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:
@@ -166,7 +189,7 @@ def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:
         "attacked_methods": ", ".join(robust.get("methods", [])),
         "utility_kept": robust.get("utility_kept"),
         "not_judged": list(meta.not_judged.items()),
-        "svg": Markup(plots.meta_eval_plot(meta.metrics)),
+        "svg": Markup(meta_eval_plot(meta.metrics)),
     }
 
 
@@ -188,10 +211,10 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def _figures(rows: Sequence[tables.Row]) -> tuple[list[PlotGroup], list[str]]:
-    """Every plot that can be drawn, grouped by kind, and a note for each plot left out for lack
-    of data."""
-    groups: list[PlotGroup] = []
+def _figures(rows: Sequence[tables.Row]) -> tuple[dict[str, PlotGroup], list[str]]:
+    """Every plot that can be drawn, by kind (a key of `_PLOTS`), and a note for each plot left
+    out for lack of data."""
+    groups: dict[str, PlotGroup] = {}
     notes: list[str] = []
     used: set[str] = set()
     for kind, (title, draw, needs, missing) in _PLOTS.items():
@@ -208,7 +231,7 @@ def _figures(rows: Sequence[tables.Row]) -> tuple[list[PlotGroup], list[str]]:
             # The one string not escaped: matplotlib writes the SVG and escapes the text in it
             # (method and split names included), which tests/report checks with hostile names.
             figures.append(Figure(figure_id, kind, split, Markup(draw(rows, split))))
-        groups.append(PlotGroup(title, figures))
+        groups[kind] = PlotGroup(title, figures)
     return groups, notes
 
 
@@ -255,21 +278,6 @@ def _seed_table(rows: Sequence[tables.Row], board: Sequence[Any]) -> dict[str, l
     return {"head": ["method", "split", "step", "seeds", *(t for _, t in keys)], "body": body}
 
 
-def _references(rows: Sequence[tables.Row]) -> dict[str, list[Any]]:
-    """The reference models' table: column titles and one row of cells per model and split."""
-    keys = [("forget_quality", "forget quality"), ("model_utility", "model utility")]
-    keys += [("forget/rougeL", "forget ROUGE-L"), ("retain/rougeL", "retain ROUGE-L")]
-    optional = (("privleak", "PrivLeak"), ("lume/final", "LUME final"))
-    keys += [(k, t) for k, t in optional if tables.has_key(rows, k)]
-    body = [
-        [r["method"], r["split"], *(tables.format_cell(tables.number(r, k)) for k, _ in keys)]
-        for s in tables.splits(rows)
-        for m in tables.REFERENCE_METHODS
-        if (r := tables.reference(rows, s, m))
-    ]
-    return {"head": ["model", "split", *(t for _, t in keys)], "body": body}
-
-
 def _robustness(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
     """Per split, the robustness table of its attacked models (the retain and finetuned models
     and each method's final step)."""
@@ -305,6 +313,45 @@ ATTACK_NAMES = {
 def _count(row: tables.Row, key: str) -> int | None:
     value = tables.number(row, key)
     return None if value is None else int(value)
+
+
+def _mia_grid(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
+    """Per split, one table of membership-inference AUCs: a row per model (the reference models,
+    then each method at its last step), a column per attack. Each cell is shaded by how far the
+    AUC lies from the retain model's (the target): red above it, blue below."""
+    attacks = plots.mia_attacks(rows)
+    out = []
+    for split in tables.splits(rows):
+        retain = tables.reference(rows, split, "retain")
+        models = [(m, tables.reference(rows, split, m)) for m in tables.REFERENCE_METHODS]
+        models += [(m, tables.final(rows, split, m)) for m in tables.methods(rows)]
+        body = []
+        for method, row in models:
+            if row is None or not any(tables.number(row, f"mia/{a}") is not None for a in attacks):
+                continue
+            cells = []
+            for attack in attacks:
+                value = tables.number(row, f"mia/{attack}")
+                target = tables.number(retain, f"mia/{attack}") if retain else None
+                cells.append((tables.format_cell(value), _shade(value, target)))
+            body.append({"model": method, "step": int(row.get("step") or 0), "cells": cells})
+        if body:
+            head = [ATTACK_NAMES.get(a, a) for a in attacks]
+            out.append({"split": split, "head": head, "body": body})
+    return out
+
+
+def _shade(value: float | None, target: float | None) -> str:
+    """A cell's background: its distance from the retain model's AUC, full colour at 0.3 away.
+    Built from two numbers only, never from a string of the results."""
+    if value is None or target is None:
+        return ""
+    distance = value - target
+    alpha = min(abs(distance) / 0.3, 1.0) * 0.55
+    if alpha < 0.005:
+        return ""
+    rgb = "214, 39, 40" if distance > 0 else "31, 119, 180"
+    return f"background: rgba({rgb}, {alpha:.2f})"
 
 
 def _mia_tables(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
@@ -362,25 +409,33 @@ def _mia_tables(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
 
 
 def _examples(examples: Sequence[Example]) -> list[dict[str, Any]]:
-    """A few generations per method at its last logged step, beside the finetuned model's answer:
-    one table per (split, method), each row question, ground truth, before, after."""
-    before: dict[tuple[str, str | None], str | None] = {}
-    for e in examples:
-        if e.method == "finetuned":
-            before.setdefault((e.split, e.question), e.generation)
-    groups = []
-    for split, method in dict.fromkeys((e.split, e.method) for e in examples):
-        if method in tables.REFERENCE_METHODS:
+    """Per split, a few forget-set questions, each shown once: its ground truth, the finetuned
+    model's answer (before) and every method's answer at its last logged step (after)."""
+    out = []
+    for split in dict.fromkeys(e.split for e in examples):
+        own = [e for e in examples if e.split == split]
+        last = {
+            m: max(e.step for e in own if e.method == m)
+            for m in dict.fromkeys(e.method for e in own)
+            if m not in tables.REFERENCE_METHODS
+        }
+        if not last:
             continue
-        own = [e for e in examples if e.split == split and e.method == method]
-        last = max(e.step for e in own)
-        shown = [e for e in own if e.step == last][:EXAMPLES_PER_METHOD]
-        rows = [
-            [e.question, e.ground_truth, before.get((split, e.question)), e.generation]
-            for e in shown
-        ]
-        groups.append({"split": split, "method": method, "step": last, "rows": rows})
-    return groups
+        questions = list(dict.fromkeys(e.question for e in own))[:EXAMPLES_PER_SPLIT]
+        blocks = []
+        for question in questions:
+            asked = [e for e in own if e.question == question]
+            truth = next((e.ground_truth for e in asked if e.ground_truth is not None), None)
+            before = next((e for e in asked if e.method == "finetuned"), None)
+            answers = [["finetuned (before)", "", before.generation if before else None]]
+            answers += [
+                [e.method, e.step, e.generation]
+                for e in asked
+                if e.method in last and e.step == last[e.method]
+            ]
+            blocks.append({"question": question, "truth": truth, "answers": answers})
+        out.append({"split": split, "questions": blocks})
+    return out
 
 
 def _unique(name: str, used: set[str]) -> str:

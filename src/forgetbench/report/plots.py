@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from forgetbench.report.tables import (
+    REFERENCE_METHODS,
     UTILITY_RATIO,
     Row,
     final,
@@ -51,7 +52,9 @@ FORMATS = (
 MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus", "reference", "lira", "rmia")
 # `mia/<name>` keys that are counts, not attacks' AUCs.
 MIA_COUNTS = ("members", "nonmembers")
-# tab10 without its grey, which the reference models use.
+# tab10 without its grey (which the reference models use), then nine darker or lighter hues: a
+# study has fifteen methods and each needs its own colour. The markers cycle with a period (7)
+# prime to the palette's (18), so colour and marker together stay distinct for 126 methods.
 _PALETTE = (
     "#1f77b4",
     "#ff7f0e",
@@ -62,7 +65,17 @@ _PALETTE = (
     "#e377c2",
     "#bcbd22",
     "#17becf",
+    "#000080",
+    "#006d2c",
+    "#b8860b",
+    "#800000",
+    "#c51b8a",
+    "#6a3d9a",
+    "#fb9a99",
+    "#66c2a5",
+    "#2f4f4f",
 )
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _LINESTYLES = ("-", "--", "-.", ":")
 _REFERENCE_STYLE = {
     "finetuned": {"color": "#000000", "marker": "*", "markersize": 15, "label": "finetuned"},
@@ -91,10 +104,11 @@ def mia_attacks(rows: Sequence[Row]) -> list[str]:
 
 
 def method_styles(rows: Sequence[Row]) -> dict[str, dict[str, str]]:
-    """Colour and line style of every unlearning method, the same in every figure."""
+    """Colour, marker and line style of every unlearning method, the same in every figure."""
     return {
         method: {
             "color": _PALETTE[i % len(_PALETTE)],
+            "marker": _MARKERS[i % len(_MARKERS)],
             "linestyle": _LINESTYLES[(i // len(_PALETTE)) % len(_LINESTYLES)],
         }
         for i, method in enumerate(methods(rows))
@@ -103,46 +117,95 @@ def method_styles(rows: Sequence[Row]) -> dict[str, dict[str, str]]:
 
 def forget_quality_plane(rows: Sequence[Row], split: str) -> str:
     """TOFU Figs. 5-7: model utility (x) against forget quality on a log axis (y). Each method's
-    trajectory runs from the finetuned model through its evaluated steps; an arrow marks the last."""
+    trajectory runs from the finetuned model through its evaluated steps; an arrow marks the last.
+
+    When some points lie far left of the leaderboard's utility bar (a method that broke the
+    model), a narrow panel shows every point and a wide one the region around the bar, where the
+    methods the leaderboard ranks live: on one axis they would crowd into a sliver."""
+    styles = method_styles(rows)
+    paths = {m: _plane_points(trajectory(rows, split, m)) for m in styles}
+    references = {
+        name: points[0]
+        for name in REFERENCE_METHODS
+        if (row := reference(rows, split, name)) and (points := _plane_points([row]))
+    }
+    finetuned = reference(rows, split)
+    utility = number(finetuned, "model_utility") if finetuned else None
+    bar = None if utility is None else UTILITY_RATIO * utility
+    xs = [x for path in paths.values() for x, _ in path] + [x for x, _ in references.values()]
+    focus = _focus(xs, bar)
     with _style():
-        fig = _new_figure(6.8, 4.8)
-        ax = fig.add_subplot()
-        ax.set_yscale("log")
-        styles = method_styles(rows)
-        for method, style in styles.items():
-            points = [
-                (u, q)
-                for r in trajectory(rows, split, method)
-                if (u := number(r, "model_utility")) is not None
-                and (q := number(r, "forget_quality")) is not None
-                and q > 0
-            ]
-            if not points:
-                continue
-            xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", markersize=4, label=_text(method), **style)
-            if len(points) > 1:
-                ax.annotate(
-                    "",
-                    xy=points[-1],
-                    xytext=points[-2],
-                    arrowprops={"arrowstyle": "-|>", "color": style["color"], "lw": 1.5},
-                )
-        for name in ("finetuned", "retain", "base"):
-            row = reference(rows, split, name)
-            utility = number(row, "model_utility") if row else None
-            quality = number(row, "forget_quality") if row else None
-            if utility is not None and quality is not None and quality > 0:
-                ax.plot([utility], [quality], linestyle="none", zorder=5, **_REFERENCE_STYLE[name])
-        finetuned = reference(rows, split)
-        if finetuned is not None and (utility := number(finetuned, "model_utility")) is not None:
-            ax.axvline(UTILITY_RATIO * utility, color="#999999", linestyle=":", linewidth=1)
-        ax.set_xlabel("Model utility")
-        ax.set_ylabel("Forget quality (KS p-value, log scale)")
-        ax.set_title(_text(f"Forget quality vs model utility — {split}"))
-        ax.grid(True, alpha=0.3)
-        _legend(ax)
+        fig = _new_figure(11.5, 5.2)
+        if focus is None:
+            axes = [fig.add_subplot()]
+        else:
+            left, right = fig.subplots(1, 2, width_ratios=(1, 2.3))
+            axes = [right, left]  # the legend comes from the first: the wide panel
+        for ax in axes:
+            ax.set_yscale("log")
+            for method, style in styles.items():
+                points = paths[method]
+                if not points:
+                    continue
+                ax.plot(*zip(*points, strict=True), markersize=5, label=_text(method), **style)
+                if len(points) > 1:
+                    ax.annotate(
+                        "",
+                        xy=points[-1],
+                        xytext=points[-2],
+                        arrowprops={"arrowstyle": "-|>", "color": style["color"], "lw": 1.5},
+                    )
+            for name, point in references.items():
+                ax.plot(*point, linestyle="none", zorder=5, **_REFERENCE_STYLE[name])
+            if bar is not None:
+                ax.axvline(bar, color="#555555", linestyle=":", linewidth=1.2,
+                           label=f"{UTILITY_RATIO:g} × finetuned utility")  # fmt: skip
+                ax.text(bar, 0.98, f" {UTILITY_RATIO:g} × finetuned utility ", rotation=90,
+                        ha="right", va="top", fontsize=8, color="#555555",
+                        transform=ax.get_xaxis_transform())  # fmt: skip
+            ax.set_xlabel("Model utility")
+            ax.grid(True, alpha=0.3)
+        axes[-1].set_ylabel("Forget quality (KS p-value, log scale)")
+        if focus is not None:
+            low, high = focus
+            axes[0].set_xlim(low, high)
+            inside = [y for path in [*paths.values(), references.values()] for x, y in path
+                      if low <= x <= high]  # fmt: skip
+            if inside:
+                axes[0].set_ylim(min(inside) / 3, max(inside) * 3)
+            axes[0].set_title(_text(f"Around the utility bar — {split}"), fontsize=10)
+            axes[1].set_title("Every step", fontsize=10)
+            axes[1].axvspan(low, high, color="#000000", alpha=0.05, linewidth=0)
+        else:
+            axes[0].set_title(_text(f"Forget quality vs model utility — {split}"))
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
         return _svg(fig, f"fq-plane-{split}")
+
+
+def _plane_points(path: Sequence[Row]) -> list[tuple[float, float]]:
+    """(model utility, forget quality) of each row that has both, forget quality > 0 (log axis)."""
+    return [
+        (u, q)
+        for r in path
+        if (u := number(r, "model_utility")) is not None
+        and (q := number(r, "forget_quality")) is not None
+        and q > 0
+    ]
+
+
+def _focus(xs: Sequence[float], bar: float | None) -> tuple[float, float] | None:
+    """The x range of the zoomed panel: from a little left of the utility bar to the rightmost
+    point; None when every point already lies near the bar (one panel is enough)."""
+    if bar is None or not xs:
+        return None
+    high = max(xs)
+    margin = max(0.25 * (high - bar), 0.02)
+    low = bar - margin
+    if min(xs) >= low - margin:
+        return None
+    return low, high + 0.1 * margin
 
 
 def subscore_curves(rows: Sequence[Row], split: str) -> str:
@@ -150,8 +213,10 @@ def subscore_curves(rows: Sequence[Row], split: str) -> str:
     World Facts (columns) against the unlearning step, one line per method; the retain model's value
     is the dashed grey line."""
     with _style():
-        fig = _new_figure(14, 8.6)
-        axes = fig.subplots(len(SUBSCORES), len(SETS), sharex=True, squeeze=False)
+        fig = _new_figure(11.5, 8.2)
+        # One y range for every panel: the sub-scores all lie in [0, 1], and a panel that picked
+        # its own range would show a 0.01 dip as a collapse beside one that falls to 0.
+        axes = fig.subplots(len(SUBSCORES), len(SETS), sharex=True, sharey=True, squeeze=False)
         styles = method_styles(rows)
         retain = reference(rows, split, "retain")
         for i, (metric, metric_title) in enumerate(SUBSCORES):
@@ -164,7 +229,6 @@ def subscore_curves(rows: Sequence[Row], split: str) -> str:
                     if points:
                         ax.plot(
                             *zip(*points, strict=True),
-                            marker="o",
                             markersize=3,
                             label=_text(method),
                             **style,
@@ -184,54 +248,62 @@ def subscore_curves(rows: Sequence[Row], split: str) -> str:
                 if i == len(SUBSCORES) - 1:
                     ax.set_xlabel("Unlearning step")
                 ax.grid(True, alpha=0.3)
+        axes[0][0].set_ylim(0, max(1.0, _highest(axes)) * 1.03)
         _figure_legend(fig, axes)
         fig.suptitle(_text(f"TOFU sub-scores over unlearning — {split}"))
         return _svg(fig, f"subscores-{split}")
 
 
-def format_spider(rows: Sequence[Row], split: str) -> str:
-    """Joshi et al. (2024) Fig. 1: one axis per format. Forget-side scores on the left, retain-side on
-    the right (when present); finetuned, each method's final step and the retain model as polygons."""
+def format_grid(rows: Sequence[Row], split: str) -> str:
+    """Joshi et al. (2024) Fig. 1 as a grid: one column per format, one row per model (finetuned,
+    retain, each method's final step), the score in each cell; the forget side on the left, the
+    retain side on the right (when present). Fifteen methods overlaid on a radar chart hide each
+    other; a grid shows every number."""
     import numpy as np
 
     names = format_names(rows)
     sides = [
         s for s in ("forget", "retain") if any(has_key(rows, f"formats/{f}/{s}") for f in names)
+    ] or ["forget"]
+    models = [
+        ("finetuned", reference(rows, split)),
+        ("retain", reference(rows, split, "retain")),
+        *((m, final(rows, split, m)) for m in methods(rows)),
     ]
-    series: list[tuple[str, Row | None, dict[str, Any]]] = [
-        ("finetuned", reference(rows, split), {"color": "#000000", "linestyle": "--"}),
-        *((m, final(rows, split, m), s) for m, s in method_styles(rows).items()),
-        ("retain", reference(rows, split, "retain"), {"color": "#7f7f7f", "linestyle": ":"}),
+    models = [
+        (label, row)
+        for label, row in models
+        if row is not None
+        and any(number(row, f"formats/{f}/{s}") is not None for f in names for s in sides)
     ]
     with _style():
-        fig = _new_figure(6.2 * max(len(sides), 1), 6.4)
-        angles = np.linspace(0, 2 * math.pi, max(len(names), 1), endpoint=False).tolist()
-        for k, side in enumerate(sides or ["forget"]):
-            ax = fig.add_subplot(1, max(len(sides), 1), k + 1, projection="polar")
-            top = 1.0
-            for label, row, style in series:
-                values = [number(row, f"formats/{f}/{side}") if row else None for f in names]
-                if all(v is None for v in values):
-                    continue
-                radii = [math.nan if v is None else v for v in values]
-                top = max(top, *(v for v in values if v is not None))
-                ax.plot(
-                    angles + angles[:1],
-                    radii + radii[:1],
-                    marker="o",
-                    markersize=3,
-                    label=_text(label),
-                    **style,
-                )
-            ax.set_xticks(angles)
-            ax.set_xticklabels([_text(n) for n in names] if names else [""], fontsize=8)
-            ax.set_ylim(0, top)
-            ax.set_title(_text(f"{side} side — {split}"), pad=18)
-        handles, labels = fig.axes[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(
-                handles, labels, loc="outside lower center", ncol=min(len(labels), 5), frameon=False
+        fig = _new_figure(11.5, 1.9 + 0.3 * max(len(models), 1))
+        axes = fig.subplots(1, len(sides), sharey=True, squeeze=False)[0]
+        image = None
+        for ax, side in zip(axes, sides, strict=True):
+            grid = np.array(
+                [[number(row, f"formats/{f}/{side}") for f in names] for _, row in models]
+                or [[None]],
+                dtype=float,
             )
+            # pcolormesh, not imshow: imshow embeds a PNG in the SVG, a data: URL the page loads.
+            image = ax.pcolormesh(np.ma.masked_invalid(grid), vmin=0, vmax=1, cmap="viridis")
+            for (i, j), value in np.ndenumerate(grid):
+                if not np.isnan(value):
+                    ax.text(j + 0.5, i + 0.5, f"{value:.2f}", ha="center", va="center",
+                            fontsize=7, color="black" if value > 0.6 else "white")  # fmt: skip
+            ax.set_xticks([j + 0.5 for j in range(len(names))], [_text(n) for n in names],
+                          rotation=30, ha="right", fontsize=8)  # fmt: skip
+            ax.set_yticks([i + 0.5 for i in range(len(models))],
+                          [_text(label) for label, _ in models], fontsize=8)  # fmt: skip
+            ax.set_title(_text(f"{side} side"), fontsize=10)
+            if not models:
+                _no_data(ax)
+        axes[0].invert_yaxis()  # the finetuned model on top; the panels share the y axis
+        if image is not None and models:
+            bar = fig.colorbar(image, ax=list(axes), shrink=0.8, label="score")
+            bar.solids.set_rasterized(False)  # matplotlib rasterises a long colour bar: a PNG
+        fig.suptitle(_text(f"Scores per format — {split}"))
         return _svg(fig, f"formats-{split}")
 
 
@@ -251,8 +323,9 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
     with _style():
         ncols = min(3, max(len(panels), 1))
         nrows = max(math.ceil(len(panels) / ncols), 1)
-        fig = _new_figure(4.6 * ncols, 3.6 * nrows + 0.8)
-        axes = fig.subplots(nrows, ncols, squeeze=False)
+        fig = _new_figure(3.3 * ncols + 1.6, 2.9 * nrows + 0.6)
+        # AUCs and utility all lie in [0, 1]: one y range, so panels compare at a glance.
+        axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
         for index, ax in enumerate(a for line in axes for a in line):
             if index >= len(panels):
                 ax.set_visible(False)
@@ -262,13 +335,7 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
             for method, style in styles.items():
                 points = _series(paths[method], x_key, key)
                 if points:
-                    ax.plot(
-                        *zip(*points, strict=True),
-                        marker="o",
-                        markersize=3,
-                        label=_text(method),
-                        **style,
-                    )
+                    ax.plot(*zip(*points, strict=True), markersize=3, label=_text(method), **style)
                     drawn = True
             if retain is not None and (value := number(retain, key)) is not None:
                 ax.axhline(
@@ -281,48 +348,10 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
             ax.set_title(_text(title))
             ax.set_xlabel("Epoch" if on_epochs else "Unlearning step")
             ax.grid(True, alpha=0.3)
+        axes[0][0].set_ylim(0, max(1.0, _highest(axes)) * 1.03)
         _figure_legend(fig, axes)
         fig.suptitle(_text(f"Membership inference and utility per epoch — {split}"))
         return _svg(fig, f"mia-{split}")
-
-
-def robustness_bars(rows: Sequence[Row], split: str) -> str:
-    """Knowledge recovered on the forget set's B half (ROUGE-L) per attack (groups) and method
-    (bars, each method's final step), the retain model as the grey control bar; 0 is the
-    unattacked unlearned model, 1 (dashed) the finetuned model."""
-    from forgetbench.report.robustness import VARIANT_TITLES, variants
-
-    models = {m: final(rows, split, m) for m in methods(rows)}
-    if (retain := reference(rows, split, "retain")) is not None:
-        models = {"retain": retain, **models}
-    attacked = {m: r for m, r in models.items() if r is not None and "attack/none/rougeL" in r}
-    shown = variants(list(attacked.values()))
-    styles = method_styles(rows)
-    with _style():
-        fig = _new_figure(max(6.0, 1.4 * len(shown) * max(len(attacked), 1) / 4 + 3), 4.4)
-        ax = fig.subplots()
-        width = 0.8 / max(len(attacked), 1)
-        for i, (name, row) in enumerate(attacked.items()):
-            xs, ys = [], []
-            for j, variant in enumerate(shown):
-                value = number(row, f"attack/{variant}/recovered_rougeL")
-                if value is not None:
-                    xs.append(j - 0.4 + width * (i + 0.5))
-                    ys.append(value)
-            color = "#7f7f7f" if name == "retain" else styles[name]["color"]
-            label = "retain (control)" if name == "retain" else name
-            ax.bar(xs, ys, width=width, color=color, label=_text(label))
-        ax.axhline(0.0, color="#000000", linewidth=0.8)
-        ax.axhline(1.0, color="#000000", linestyle="--", linewidth=1, label="finetuned model")
-        ax.set_xticks(range(len(shown)), [_text(VARIANT_TITLES[v]) for v in shown])
-        ax.set_xlabel("Attack")
-        ax.set_ylabel("Knowledge recovered (ROUGE-L, B half)")
-        ax.grid(True, axis="y", alpha=0.3)
-        if not attacked:
-            _no_data(ax)
-        _figure_legend(fig, [[ax]])
-        fig.suptitle(_text(f"Robustness: what each attack brings back — {split}"))
-        return _svg(fig, f"robustness-{split}")
 
 
 # --- drawing helpers -------------------------------------------------------------------------
@@ -396,13 +425,9 @@ def _no_data(ax: Axes) -> None:
     )
 
 
-def _legend(ax: Axes) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="best")
-
-
 def _figure_legend(fig: Figure, axes: Any) -> None:
-    """One legend for a grid: the union of every panel's labels, in first-seen order."""
+    """One legend for a grid, right of the panels: the union of every panel's labels, in
+    first-seen order."""
     seen: dict[str, Any] = {}
     for line in axes:
         for ax in line:
@@ -410,84 +435,19 @@ def _figure_legend(fig: Figure, axes: Any) -> None:
                 seen.setdefault(label, handle)
     if seen:
         fig.legend(
-            list(seen.values()),
-            list(seen),
-            loc="outside lower center",
-            ncol=min(len(seen), 6),
-            frameon=False,
+            list(seen.values()), list(seen), loc="outside right upper", fontsize=8, frameon=False
         )
 
 
-# --- meta-evaluation ---------------------------------------------------------------------------
+def _highest(axes: Any) -> float:
+    """The largest y value drawn on any panel of `axes` (lines and horizontal rules), 0 if none."""
+    import numpy as np
 
-
-def _spread(
-    ys: Sequence[float], *, gap: float = 0.032, low: float = 0.0, high: float = 1.02
-) -> list[float]:
-    """Label heights for ascending `ys`: each at its point's height or one `gap` above the label
-    below it, the whole column shifted down if it runs past `high` (not below `low`)."""
-    placed: list[float] = []
-    for y in ys:
-        placed.append(max(y, placed[-1] + gap) if placed else max(y, low))
-    overshoot = placed[-1] - high if placed else 0.0
-    if overshoot > 0:
-        placed = [max(low + i * gap, p - overshoot) for i, p in enumerate(placed)]
-    return placed
-
-
-def meta_eval_plot(metrics: Sequence[Any]) -> str:
-    """Faithfulness (x) against robustness (y), one point per metric (open-unlearning's Fig. 4),
-    once any metric has a robustness; until then one bar of faithfulness per metric, best on top.
-    `metrics` are meta_eval.json's rows (`forgetbench.results.MetaMetric`)."""
-    rated = [m for m in metrics if m.faithfulness is not None]
-    with _style():
-        if any(m.robustness is not None for m in rated):
-            # Laid out by hand: the labels' column sits outside the axes, where a constrained
-            # layout would shrink the plot to make room for every arrow.
-            fig = _new_figure(8.4, 5.4, layout=None)
-            ax = fig.add_axes((0.08, 0.1, 0.6, 0.85))
-            points = sorted(
-                ((m.faithfulness, m.robustness, _text(m.metric)) for m in rated
-                 if m.robustness is not None),
-                key=lambda p: (p[1], p[0]),
-            )  # fmt: skip
-            for x, y, _ in points:
-                ax.plot([x], [y], "o", color=_PALETTE[0])
-            # Faithful metrics crowd the right edge at AUC 1: every label goes to a column right of
-            # the axes, spread to one text line apart in the points' order, with a line to its point.
-            for (x, y, label), at in zip(points, _spread([y for _, y, _ in points]), strict=True):
-                ax.annotate(label, (x, y), xytext=(1.04, at), textcoords=("axes fraction", "data"),
-                            fontsize=7, va="center", annotation_clip=False,
-                            arrowprops={"arrowstyle": "-", "color": "#bbbbbb", "lw": 0.6})  # fmt: skip
-            ax.axvline(0.5, color="#bbbbbb", linestyle=":", linewidth=1)
-            ax.set_xlim(0, 1.02)
-            ax.set_ylim(0, 1.02)
-            ax.set_xlabel("Faithfulness (AUC, positive vs negative pool)")
-            ax.set_ylabel("Robustness (harmonic mean of relearning and quantisation)")
-        else:
-            fig = _new_figure(6.8, 0.9 + 0.24 * max(len(rated), 1))
-            ax = fig.add_subplot()
-            ordered = sorted(rated, key=lambda m: m.faithfulness)
-            ys = list(range(len(ordered)))
-            colours = [_PALETTE[0] if m.direction == "higher" else _PALETTE[1] for m in ordered]
-            ax.barh(ys, [m.faithfulness for m in ordered], color=colours, height=0.7)
-            ax.set_yticks(ys)
-            ax.set_yticklabels([_text(m.metric) for m in ordered], fontsize=7)
-            ax.axvline(0.5, color="#555555", linestyle="--", linewidth=1)
-            ax.set_xlim(0, 1)
-            ax.set_xlabel("Faithfulness (AUC: positive pool ranked above negative pool)")
-            ax.set_ylabel("Forget-set metric")
-            if ordered:
-                from matplotlib.patches import Patch
-
-                kinds = [("higher", "higher = knows the forget set"), ("lower", "lower = knows")]
-                handles = [
-                    Patch(color=_PALETTE[0 if d == "higher" else 1], label=label)
-                    for d, label in kinds
-                    if any(m.direction == d for m in ordered)
-                ]
-                ax.legend(handles=handles, fontsize=7, loc="lower right")
-            else:
-                _no_data(ax)
-        ax.grid(True, alpha=0.3)
-        return _svg(fig, "meta-eval")
+    found = [
+        float(np.nanmax(y))
+        for line in axes
+        for ax in line
+        for drawn in ax.get_lines()
+        if len(y := np.asarray(drawn.get_ydata(), dtype=float)) and not np.isnan(y).all()
+    ]
+    return max(found, default=0.0)

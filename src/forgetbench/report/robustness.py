@@ -1,5 +1,5 @@
-"""The robustness table: per attacked model, what each attack brought back (knowledge recovered
-on the B half of the forget set), for the terminal and the HTML report."""
+"""The robustness table and chart: per attacked model, what each attack brought back (knowledge
+recovered on the B half of the forget set), for the terminal and the HTML report."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.tables import Row, final, methods, number, reference
 
 # Attack variants in the order they are shown; `quantize` is one variant per scheme.
 VARIANTS = ("relearn", "int8", "int4", "nf4", "incontext")
@@ -89,3 +92,50 @@ def print_attack_table(named: Mapping[str, Mapping[str, Any]], attacks: Sequence
     for line in cells:
         table.add_row(*line)
     Console(width=140).print(table)
+
+
+def robustness_bars(rows: Sequence[Row], split: str) -> str:
+    """Knowledge recovered on the forget set's B half (ROUGE-L): one panel per attack, one bar
+    per model (the retain model as the grey control, then each method's final step); 0 is the
+    unattacked unlearned model, 1 (dashed) the finetuned model. The axis is [-1, 1]: a ratio
+    over a tiny denominator can reach -4, which would flatten every other bar, so a value past
+    either end is drawn to the end with a triangle and its number."""
+    models = {m: final(rows, split, m) for m in methods(rows)}
+    if (retain := reference(rows, split, "retain")) is not None:
+        models = {"retain": retain, **models}
+    attacked = {m: r for m, r in models.items() if r is not None and "attack/none/rougeL" in r}
+    shown = variants(list(attacked.values())) or ["relearn"]
+    styles = method_styles(rows)
+    names = list(attacked)
+    with _style():
+        fig = _new_figure(11.5, max(3.2, 1.5 + 0.24 * len(names)))
+        axes = fig.subplots(1, len(shown), sharey=True, squeeze=False)[0]
+        for ax, variant in zip(axes, shown, strict=True):
+            for i, name in enumerate(names):
+                value = number(attacked[name], f"attack/{variant}/recovered_rougeL")
+                if value is None:
+                    continue
+                color = "#7f7f7f" if name == "retain" else styles[name]["color"]
+                shown_value = min(1.0, max(-1.0, value))
+                ax.barh(i, shown_value, height=0.7, color=color)
+                if shown_value != value:
+                    ax.plot(shown_value, i, marker=">" if value > 0 else "<", color="#000000",
+                            markersize=6, clip_on=False)  # fmt: skip
+                    ax.text(shown_value * 0.95, i, f"{value:+.1f}", fontsize=7, va="center",
+                            ha="right" if value > 0 else "left")  # fmt: skip
+            ax.axvline(0.0, color="#000000", linewidth=0.8)
+            ax.axvline(1.0, color="#000000", linestyle="--", linewidth=1)
+            ax.set_xlim(-1.05, 1.05)
+            ax.set_xticks([-1, -0.5, 0, 0.5, 1])
+            ax.tick_params(labelsize=8)
+            ax.set_title(_text(VARIANT_TITLES[variant]), fontsize=9)
+            ax.grid(True, axis="x", alpha=0.3)
+            if not attacked:
+                _no_data(ax)
+        labels = ["retain (control)" if n == "retain" else _text(n) for n in names]
+        axes[0].set_yticks(range(len(names)), labels, fontsize=8)
+        axes[0].invert_yaxis()  # the control on top, then the methods in study order
+        fig.supxlabel("Knowledge recovered (ROUGE-L on the B half; 1 = the finetuned model's)",
+                      fontsize=9)  # fmt: skip
+        fig.suptitle(_text(f"Robustness: what each attack brings back — {split}"))
+        return _svg(fig, f"robustness-{split}")

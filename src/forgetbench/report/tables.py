@@ -134,6 +134,29 @@ def leaderboard(
     return sorted(board, key=_rank)
 
 
+def reference_entries(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """The reference models (finetuned, retain, base) of every split as leaderboard entries:
+    the same columns, step 0, never flagged; what the ranked methods are read against."""
+    optional = [c for c in _OPTIONAL_COLUMNS if has_key(rows, c[1])]
+    return [
+        {
+            **{key: _value(row, source) for key, source, _ in (*_COLUMNS, *optional)},
+            "matched": True,
+            "note": "",
+        }
+        for split in splits(rows)
+        for method in REFERENCE_METHODS
+        if (row := reference(rows, split, method)) is not None
+    ]
+
+
+def chosen_steps(rows: Sequence[Row]) -> set[tuple[str, str, int]]:
+    """(split, method, step) of every leaderboard entry: the rows results.csv marks as chosen,
+    so the leaderboard can be rebuilt from the CSV alone (with seeds: every seed's row at the
+    step chosen on the seeds' means)."""
+    return {(e["split"], e["method"], e["step"]) for e in leaderboard(rows)}
+
+
 # --- seeds (study.seeds) ------------------------------------------------------------------------
 
 _NOT_SCORES = ("split", "method", "seed", "step", "epoch", "log")
@@ -263,25 +286,99 @@ def format_cell(value: Any) -> str:
     return str(value)
 
 
+# Column titles when the full ones do not fit the terminal; a key line under the table spells
+# out the abbreviations.
+_SHORT_TITLES = {
+    "forget_quality": "FQ",
+    "model_utility": "MU",
+    "forget_rougeL": "F-RL",
+    "retain_rougeL": "R-RL",
+    "lume_final": "LUME",
+}
+_SHORT_KEY = "FQ = forget quality, MU = model utility, F-RL / R-RL = forget / retain ROUGE-L"
+
+
 def print_leaderboard(board: Sequence[Mapping[str, Any]], console: Console | None = None) -> None:
-    """The leaderboard as a rich table; flagged rows (utility not matched) carry a '*'."""
-    console = console or Console()
+    """The leaderboard as a rich table; flagged rows (utility not matched) carry a '*'.
+
+    Nothing is ever cut (rich's default ellipsis turned 'grad_ascent' into 'grad_…' in a log and
+    at 80 columns): written to a file or a pipe, the table takes the width it needs; in a
+    terminal too narrow for it, it falls back to short titles and one table per split, then to
+    one block per method whose 'title value' pairs wrap between pairs."""
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            # A log file has no width: give the table what it needs (rich would assume 80).
+            console = Console(width=max(_needed(console, _board_table(board)), 80))
+    full = _board_table(board)
+    if _needed(console, full) <= console.width:
+        console.print(full)
+    else:
+        console.print(_title(board))
+        narrow = [(s, _board_table(board, split=s)) for s in splits(board)]
+        if all(_needed(console, table) <= console.width for _, table in narrow):
+            for split, table in narrow:
+                table.title = split
+                console.print(table)
+        else:
+            _print_blocks(board, console)
+        shown = {key for key, _ in leaderboard_columns(board)}
+        console.print(_SHORT_KEY + (", LUME = LUME final" if "lume_final" in shown else ""))
+    notes = sorted({e["note"] for e in board if e["note"]})
+    for note in notes:
+        console.print(f"* {note}")
+
+
+def _title(board: Sequence[Mapping[str, Any]]) -> str:
     title = f"Leaderboard at matched utility (>= {UTILITY_RATIO:g} x finetuned)"
     if any("seeds" in e for e in board):
         title += ": mean over seeds [95% bootstrap CI]"
-    table = Table(title=title)
+    return title
+
+
+def _board_table(board: Sequence[Mapping[str, Any]], *, split: str | None = None) -> Table:
+    """The whole leaderboard with full titles, or (`split` given) that split's rows with short
+    titles and no borders, for a narrow terminal."""
     columns = leaderboard_columns(board)
-    for key, title in columns:
-        table.add_column(title, justify="left" if key in ("method", "split") else "right")
+    if split is None:
+        table = Table(title=_title(board))
+    else:
+        columns = [(k, _SHORT_TITLES.get(k, t)) for k, t in columns if k != "split"]
+        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False)
+    for key, column in columns:
+        # fold, never ellipsis: a cell too long for its column wraps onto a second line whole.
+        justify = "left" if key in ("method", "split") else "right"
+        table.add_column(column, justify=justify, overflow="fold")
     for entry in board:
+        if split is not None and entry["split"] != split:
+            continue
         cells = [board_cell(entry, key) for key, _ in columns]
         if not entry["matched"]:
             cells[0] += " *"
         table.add_row(*cells)
-    console.print(table)
-    notes = sorted({e["note"] for e in board if e["note"]})
-    for note in notes:
-        console.print(f"* {note}")
+    return table
+
+
+def _needed(console: Console, table: Table) -> int:
+    """The width `table` takes unwrapped."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update(width=10_000), table).maximum
+
+
+def _print_blocks(board: Sequence[Mapping[str, Any]], console: Console) -> None:
+    """One block per entry: method, split and step, then short 'title value' pairs, which hold
+    no space inside a title, so a narrow terminal wraps between pairs (or inside an interval)."""
+    columns = [(k, _SHORT_TITLES.get(k, t)) for k, t in leaderboard_columns(board)]
+    for entry in board:
+        flag = " *" if not entry["matched"] else ""
+        console.print(f"{entry['method']}{flag} ({entry['split']}, step {entry['step']})")
+        pairs = [
+            f"{title} {board_cell(entry, key)}"
+            for key, title in columns
+            if key not in ("method", "split", "step")
+        ]
+        console.print("  " + "  ".join(pairs), highlight=False)
 
 
 def choose(

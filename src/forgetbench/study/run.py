@@ -398,6 +398,7 @@ def run_study(
             peak_gpu=peak_gpu,
         )  # fmt: skip
         rows, examples = _reported_under(reported.study.splits, same, rows, examples)
+        rows = _logs_under_own_names(out, same, rows)
         if config.study.meta_eval:
             from forgetbench.study.meta_eval import meta_evaluate
 
@@ -456,6 +457,35 @@ def _reported_under(
         ]
 
     return under(rows), under(examples)
+
+
+def _logs_under_own_names(
+    out: Path, same: dict[str, str], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Rows of a split in `same` point at `logs/{split}/...` as every other split's do: the
+    folder is a relative link to the computed split's logs, made here. Where a real folder
+    already sits at that name (left by an older study) or the file system refuses links, the
+    rows keep pointing at the computed split's folder, which exists."""
+    linked = set()
+    for split, computed in same.items():
+        link = out / "logs" / split
+        try:
+            if link.is_symlink():
+                link.unlink()
+            if not link.exists():
+                link.symlink_to(computed, target_is_directory=True)
+                linked.add(split)
+        except OSError:
+            continue
+
+    def own(row: dict[str, Any]) -> dict[str, Any]:
+        split, log = row["split"], row.get("log")
+        prefix = f"logs/{same.get(split)}/"
+        if split not in linked or not isinstance(log, str) or not log.startswith(prefix):
+            return row
+        return {**row, "log": f"logs/{split}/{log[len(prefix) :]}"}
+
+    return [own(row) for row in rows]
 
 
 Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args
@@ -674,12 +704,32 @@ def write_results(out: Path, results: dict[str, Any]) -> None:
     # would refuse; a ValidationError here is a bug in the study, not in anyone's file.
     results = Results.model_validate(results).dump()
     atomic_write_json(out / RESULTS_FILE, results)
+    atomic_write_text(out / CSV_NAME, results_csv(results["rows"]))
+
+
+def results_csv(rows: list[dict[str, Any]]) -> str:
+    """results.csv: one line per row of results.json, every key a column, plus `leaderboard`:
+    True on the row the leaderboard chose for its split and method (every seed's, with seeds),
+    False on the method's other steps, empty for the reference models. The leaderboard is then
+    the rows with leaderboard == True, sorted by forget quality."""
+    from forgetbench.report.tables import REFERENCE_METHODS, chosen_steps
+
+    chosen = chosen_steps(rows)
     columns: list[str] = []
-    for row in results["rows"]:
+    for row in rows:
         columns += [k for k in row if k not in columns]
+    # Before `log`, which has always closed the row.
+    at = columns.index("log") if "log" in columns else len(columns)
+    columns.insert(at, "leaderboard")
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    for row in results["rows"]:
-        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
-    atomic_write_text(out / CSV_NAME, buffer.getvalue())
+    for row in rows:
+        cells = {k: "" if row.get(k) is None else row.get(k) for k in columns}
+        if row["method"] in REFERENCE_METHODS:
+            cells["leaderboard"] = ""
+        else:
+            key = (row["split"], row["method"], int(row.get("step") or 0))
+            cells["leaderboard"] = key in chosen
+        writer.writerow(cells)
+    return buffer.getvalue()

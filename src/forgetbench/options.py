@@ -79,6 +79,7 @@ FLAGS = (
     Flag("--attacks", "study.attacks"),
     Flag("--epochs", "unlearn.epochs", keys={"finetune": "train.epochs"}),
     Flag("--lr", "unlearn.lr", keys={"finetune": "train.lr"}),
+    Flag("--preset", "unlearn.preset"),
     Flag("--seed", "seed"),
     Flag(
         "--out",

@@ -14,6 +14,7 @@ from forgetbench.modeling import (
     encode_prompt_answer,
     encode_text,
     forward_logits,
+    hidden_states_at,
     load_model,
     merge_lora,
     resolve_template,
@@ -202,6 +203,26 @@ def test_the_tiny_model_is_small_and_seeded():
     assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
     with pytest.raises(ConfigError, match="unknown scale 'huge'"):
         build_tiny_model(tokenizer, scale="huge")
+
+
+@torch.no_grad()
+def test_hidden_states_are_each_blocks_own_output_the_last_before_the_final_norm():
+    # Issue 32: HF's hidden_states[-1] is the last block's output *after* the model's final norm,
+    # so reading hidden_states[layer + 1] steered a different tensor for the last block than the
+    # WMDP code and open-unlearning, which hook the block itself.
+    tokenizer = toy_tokenizer()
+    model = build_tiny_model(tokenizer, seed=0).eval()
+    ids = torch.tensor([[1, 5, 7, 9, 2], [1, 6, 3, 2, 0]])
+    batch = {"input_ids": ids, "attention_mask": (ids != 0).long()}
+    states = model(**batch, output_hidden_states=True).hidden_states
+    last = model.config.num_hidden_layers - 1
+    for layer in range(last):  # inner blocks: HF's entry is the block's output
+        torch.testing.assert_close(hidden_states_at(model, batch, layer), states[layer + 1])
+    own = hidden_states_at(model, batch, last)
+    torch.testing.assert_close(model.model.norm(own), states[-1])
+    assert (own - states[-1]).abs().max() > 0.1
+    with pytest.raises(ConfigError, match=f"layer {last + 1} does not exist"):
+        hidden_states_at(model, batch, last + 1)
 
 
 def test_saved_models_load_with_plain_transformers_and_same_logits(tmp_path):

@@ -156,6 +156,21 @@ class UnlearnConfig(_Section):
     snapshot_every: int = Field(
         0, ge=0, description="optimizer steps between saved trajectory models; 0 = each epoch"
     )
+    # docs/methods.md, "Loss reduction": which methods' terms this changes, and which papers and
+    # code bases average which way.
+    loss_reduction: Literal["tokens", "samples"] = Field(
+        "tokens",
+        description="how a method's token-averaged terms (NLL and the like) average over a "
+        "batch: tokens = over every answer token of the batch (HF's loss; TOFU's and "
+        "open-unlearning's code), samples = per sample, then over the samples",
+    )
+    # A file of forgetbench/presets (docs/config.md): its loop and per-method options replace the
+    # model's defaults; the options that describe the model (RMU's steered block) are kept.
+    preset: str | None = Field(
+        None,
+        description="unlearning preset, e.g. open_unlearning (its trainer configs); unset = the "
+        "model's (mini for the built-in tiny models, tofu for any other)",
+    )
     refusals_file: str | None = Field(
         None, description="one refusal a line for idk/dpo (default: forgetbench's own 100)"
     )
@@ -443,6 +458,10 @@ def validate_config(
     from forgetbench.methods.base import build_method
 
     build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
+    if config.unlearn.preset is not None:
+        from forgetbench.train.presets import read_preset
+
+        read_preset(config.unlearn.preset, kind="unlearn.preset")  # unknown: fails with the known
     for name, settings in config.study.method_settings.items():
         try:
             build_method(name, settings.options)

@@ -209,6 +209,7 @@ FLAGS = (
             **dict.fromkeys(_LOOP, lambda: _unlearn_loop("lr")),
         },
     ),
+    Flag("--preset", "unlearn.preset"),
     Flag("--seed", "seed"),
     Flag(
         "--out",

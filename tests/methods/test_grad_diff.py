@@ -15,15 +15,20 @@ def _inputs(forget, retain):
 
 
 def test_loss_by_hand(forget, retain):
-    # -1 * L(F) + 1 * L(R) = -1.0 + 1.15 = 0.15
-    loss, parts = GradDiff().loss(_inputs(forget, retain))
+    # samples: -1 * L(F) + 1 * L(R) = -1.0 + 1.15 = 0.15
+    loss, parts = GradDiff(loss_reduction="samples").loss(_inputs(forget, retain))
     assert loss.item() == pytest.approx(0.15)
     assert parts == {"forget_nll": pytest.approx(1.0), "retain_nll": pytest.approx(1.15)}
+    # tokens: L(F) = 3.5/3 tokens; the retain answers have 2 tokens each, so L(R) = 4.6/4 = 1.15
+    loss, parts = GradDiff().loss(_inputs(forget, retain))
+    assert loss.item() == pytest.approx(-3.5 / 3 + 1.15)
+    assert parts == {"forget_nll": pytest.approx(3.5 / 3), "retain_nll": pytest.approx(1.15)}
 
 
 def test_weights_by_hand(forget, retain):
     # -2 * 1.0 + 0.5 * 1.15 = -1.425
-    loss, _ = GradDiff(forget_weight=2.0, retain_weight=0.5).loss(_inputs(forget, retain))
+    method = GradDiff(forget_weight=2.0, retain_weight=0.5, loss_reduction="samples")
+    loss, _ = method.loss(_inputs(forget, retain))
     assert loss.item() == pytest.approx(-1.425)
     value = grad_diff_loss(
         torch.tensor([1.5, 0.5]), torch.tensor([0.3, 2.0]), forget_weight=2.0, retain_weight=0.5
@@ -43,7 +48,7 @@ def test_zero_retain_weight_needs_no_retain_data(forget):
     method = GradDiff(retain_weight=0.0)
     assert method.required_inputs() == {"forget_logps", "forget_mask"}
     loss, parts = method.loss(UnlearnInputs(forget_logps=forget[0], forget_mask=forget[1]))
-    assert loss.item() == pytest.approx(-1.0)
+    assert loss.item() == pytest.approx(-3.5 / 3)
     assert "retain_nll" not in parts
 
 

@@ -40,15 +40,15 @@ def test_default_is_the_papers_sequence_average(forget):
     assert "retain_attention_mask" in method.required_inputs()
     loss, parts = method.loss(_inputs(forget))
     assert parts["retain_kl"] == pytest.approx(5 * K / 12)
-    assert loss.item() == pytest.approx(-1.0 + 5 * K / 12)
-    assert parts["forget_nll"] == pytest.approx(1.0)
+    assert loss.item() == pytest.approx(-7 / 6 + 5 * K / 12)
+    assert parts["forget_nll"] == pytest.approx(7 / 6)  # tokens: 3.5 / 3 answer tokens
 
 
 def test_loss_by_hand_answer_positions(forget):
     # logits predicting answer tokens: sample 0 logits 0, 1 -> k/2; sample 1 logits 1, 2 -> k/2
     loss, parts = KL(kl_positions="answer").loss(_inputs(forget))
     assert parts["retain_kl"] == pytest.approx(0.5 * K)
-    assert loss.item() == pytest.approx(-1.0 + 0.5 * K)
+    assert loss.item() == pytest.approx(-7 / 6 + 0.5 * K)
 
 
 def test_loss_by_hand_all_positions(forget):
@@ -62,12 +62,12 @@ def test_loss_by_hand_all_positions(forget):
     }
     loss, parts = method.loss(_inputs(forget))
     assert parts["retain_kl"] == pytest.approx(5 * K / 8)
-    assert loss.item() == pytest.approx(-1.0 + 5 * K / 8)
+    assert loss.item() == pytest.approx(-7 / 6 + 5 * K / 8)
 
 
 def test_weights(forget):
     loss, _ = KL(forget_weight=2.0, kl_weight=4.0).loss(_inputs(forget))
-    assert loss.item() == pytest.approx(-2.0 + 4.0 * 5 * K / 12)
+    assert loss.item() == pytest.approx(-7 / 3 + 4.0 * 5 * K / 12)
     assert kl_loss(
         torch.tensor([1.5, 0.5]), torch.tensor(0.1), forget_weight=1, kl_weight=2
     ).item() == (pytest.approx(-0.8))

@@ -173,11 +173,14 @@ def test_method_is_a_two_task_method(forget, retain):
     inputs = UnlearnInputs(
         forget_logps=forget[0], forget_mask=forget[1], retain_logps=retain[0], retain_mask=retain[1]
     )
+    # tokens (default): L_F = 3.5 / 3 answer tokens; samples: the mean of 1.5 and 0.5
     forget_loss, retain_loss = method.task_losses(inputs)
-    assert (forget_loss.item(), retain_loss.item()) == pytest.approx((1.0, 1.15))
+    assert (forget_loss.item(), retain_loss.item()) == pytest.approx((3.5 / 3, 1.15))
+    forget_loss, _ = NGDiff(loss_reduction="samples").task_losses(inputs)
+    assert forget_loss.item() == pytest.approx(1.0)
     loss, parts = method.loss(inputs)  # L_R - L_F, for logging
-    assert loss.item() == pytest.approx(0.15)
-    assert parts == {"forget_nll": pytest.approx(1.0), "retain_nll": pytest.approx(1.15)}
+    assert loss.item() == pytest.approx(1.15 - 3.5 / 3)
+    assert parts == {"forget_nll": pytest.approx(3.5 / 3), "retain_nll": pytest.approx(1.15)}
     assert method.gain_bounds() == pytest.approx((0.01, 10.0))
     # the direction and the fitted objective are the module's pure functions
     d = method.combine_gradients(G_F, G_R)

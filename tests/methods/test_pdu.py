@@ -15,7 +15,7 @@ def _logits():
     # (B, T-1, V) = (2, 2, 3); sample 1's second position is padding.
     #   sample 0: [3, 0, 0] -> max 3, mean 1, gap 2 -> 4;   [1, 1, 1] -> gap 0 -> 0;  mean 2
     #   sample 1: [0, 3, 3] -> max 3, mean 2, gap 1 -> 1;                              mean 1
-    #   flattening loss: mean(2, 1) = 1.5
+    #   flattening loss: samples mean(2, 1) = 1.5; tokens (4 + 0 + 1) / 3 = 5/3
     logits = torch.tensor(
         [[[3.0, 0.0, 0.0], [1.0, 1.0, 1.0]], [[0.0, 3.0, 3.0], [8.0, 0.0, 0.0]]],
         requires_grad=True,
@@ -36,8 +36,9 @@ def _inputs(retain):
 
 def test_flattening_loss_by_hand():
     logits, mask = _logits()
-    assert flattening_loss(logits, mask).item() == pytest.approx(1.5)
-    flattening_loss(logits, mask).backward()
+    assert flattening_loss(logits, mask, reduction="samples").item() == pytest.approx(1.5)
+    assert flattening_loss(logits, mask).item() == pytest.approx(5 / 3)
+    flattening_loss(logits, mask, reduction="samples").backward()
     # d/dz = 2 * gap * (onehot(argmax) - 1/V), / 2 tokens / 2 samples for sample 0's first row:
     # 2 * 2 * [2/3, -1/3, -1/3] / 4 = [2/3, -1/3, -1/3]: the top logit down, the rest up
     assert logits.grad[0, 0].tolist() == pytest.approx([2 / 3, -1 / 3, -1 / 3])
@@ -46,14 +47,18 @@ def test_flattening_loss_by_hand():
 
 
 def test_lagrangian_by_hand(retain):
-    # 1 * 1.5 + lambda (100) * (retain NLL 1.15 - eps 0.3) = 1.5 + 85 = 86.5
-    loss, parts = PDU().loss(_inputs(retain))
+    # samples: 1 * 1.5 + lambda (100) * (retain NLL 1.15 - eps 0.3) = 1.5 + 85 = 86.5
+    loss, parts = PDU(loss_reduction="samples").loss(_inputs(retain))
     assert loss.item() == pytest.approx(86.5)
     assert parts["flattening"] == pytest.approx(1.5) and parts["retain_nll"] == pytest.approx(1.15)
     assert parts["forget_nll"] == pytest.approx(1.5)
-    # the same loss at another dual value: 1.5 + 2 * 0.85
+    # tokens: 5/3 + 85 (the retain answers have equal lengths); forget NLL (1 + 1 + 2) / 3
+    loss, parts = PDU().loss(_inputs(retain))
+    assert loss.item() == pytest.approx(5 / 3 + 85)
+    assert parts["forget_nll"] == pytest.approx(4 / 3)
+    # the same loss at another dual value: 5/3 + 2 * 0.85
     loss, _, observed = PDU().stateful_loss(_inputs(retain), {"dual": 2.0})
-    assert loss.item() == pytest.approx(3.2)
+    assert loss.item() == pytest.approx(5 / 3 + 1.7)
     assert observed["retain_nll"].item() == pytest.approx(1.15)
 
 

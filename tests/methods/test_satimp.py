@@ -30,11 +30,15 @@ def test_loss_by_hand(forget, retain):
     #                       e^-0.5 -> 0.0820850 * 0.393469 = 0.0322979
     #   sample 0: (0.00425919 * -1 + 3.92557e-5 * -2) / 2 = -0.00216885
     #   sample 1:  0.0322979 * -0.5                       = -0.0161490
-    #   SatImp term: mean = -0.00915891; + 0.1 * retain NLL 1.15 = 0.115
-    loss, parts = SatImp().loss(_inputs(forget, retain))
+    #   SatImp term (samples): mean = -0.00915891; + 0.1 * retain NLL 1.15 = 0.115
+    loss, parts = SatImp(loss_reduction="samples").loss(_inputs(forget, retain))
     assert parts["satimp"] == pytest.approx(-0.00915890912831807)
     assert parts["retain_nll"] == pytest.approx(1.15)
     assert loss.item() == pytest.approx(-0.00915890912831807 + 0.115)
+    # tokens: (-0.00425919 - 2 * 3.92557e-5 - 0.5 * 0.0322979) / 3 = -0.00682889
+    loss, parts = SatImp().loss(_inputs(forget, retain))
+    assert parts["satimp"] == pytest.approx(-0.006828891, rel=1e-6)
+    assert loss.item() == pytest.approx(-0.006828891 + 0.115, rel=1e-6)
 
 
 def test_weights_peak_at_beta1_over_beta1_plus_beta2():
@@ -55,7 +59,7 @@ def test_beta2_zero_is_wga(forget):
 
 def test_gradient_lowers_every_answer_token(forget):
     logps, mask = forget
-    satimp_loss(logps, mask, beta1=5.0, beta2=1.0).backward()
+    satimp_loss(logps, mask, beta1=5.0, beta2=1.0, reduction="samples").backward()
     # d/dlogp_t = w_t / (B |y|), the weight held constant
     expected = [[_w(math.exp(-1)) / 4, _w(math.exp(-2)) / 4, 0.0], [_w(math.exp(-0.5)) / 2, 0, 0]]
     assert logps.grad.tolist() == [pytest.approx(row) for row in expected]

@@ -76,10 +76,39 @@ def mean_nll(logps: Tensor, mask: Tensor) -> Tensor:
     return -sequence_logprob(logps, mask) / answer_lengths(mask)
 
 
-def token_weighted_logprob(logps: Tensor, mask: Tensor, weights: Tensor) -> Tensor:
-    """(B, T-1) x3 -> (B,): (1/|y|) sum_t w_t log p_t over each sample's answer tokens (WGA and
-    SatImp, whose weights w_t the caller detaches)."""
-    return (weights * logps * mask).sum(dim=1) / answer_lengths(mask)
+# How a token-averaged term (an NLL, a weighted NLL, a per-position cross entropy) averages over a
+# batch whose answers have different lengths (`unlearn.loss_reduction`, docs/methods.md):
+# "tokens": one mean over every counted token of the batch, so a long answer weighs more — HF's
+#   `outputs.loss`, which TOFU's and open-unlearning's trainers use (forgetbench's default);
+# "samples": each sample's mean over its own tokens, then the mean over samples — the papers'
+#   E_x[(1/|y|) sum_t ...]. The two agree when every answer of the batch has the same length.
+LOSS_REDUCTIONS = ("tokens", "samples")
+
+
+def token_mean(values: Tensor, mask: Tensor, reduction: str) -> Tensor:
+    """(B, T-1), (B, T-1) -> scalar: `values` averaged over the masked tokens by `reduction`
+    ("tokens": pooled over the batch; "samples": `answer_mean`). A sample with no counted token
+    adds nothing to either (CE-U's skipped first token can empty a short answer)."""
+    if reduction == "samples":
+        return answer_mean(values, mask)
+    if reduction != "tokens":
+        raise ValueError(f"loss reduction must be 'tokens' or 'samples', got {reduction!r}")
+    _check_pair(values, mask, "token_mean")
+    mask = mask.bool()
+    count = mask.sum()
+    if count == 0:
+        raise ValueError("token_mean: no sample of the batch has a token left to average")
+    return (values.float() * mask).sum() / count
+
+
+def batch_nll(logps: Tensor, mask: Tensor, reduction: str) -> Tensor:
+    """(B, T-1), (B, T-1) -> scalar: the batch's answer-token NLL under `reduction` ("samples" is
+    `mean_nll(...).mean()`; "tokens" equals HF's `outputs.loss` on the same labels)."""
+    if reduction == "samples":
+        return mean_nll(logps, mask).mean()
+    _check_pair(logps, mask, "batch_nll")
+    answer_lengths(mask)  # same no-answer check as the per-sample form
+    return -token_mean(logps, mask, reduction)
 
 
 def answer_mean(values: Tensor, mask: Tensor) -> Tensor:

@@ -35,16 +35,17 @@ of the AltPO README's grid (beta 0.05-0.5, retain weight 1-5).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from torch import Tensor
 
-from forgetbench.methods._terms import mean_nll, sequence_logprob
+from forgetbench.methods._terms import batch_nll, sequence_logprob
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    check_reduction,
     plus_retain_nll,
     require_inputs,
 )
@@ -71,8 +72,10 @@ class AltPO:
     beta: float = 0.1  # open-unlearning DPO.yaml; AltPO grid 0.05, 0.1, 0.5
     forget_weight: float = 1.0  # open-unlearning's gamma
     retain_weight: float = 1.0  # retain NLL (open-unlearning's alpha; grid 1, 2, 5)
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # retain NLL; _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_positive(self.name, "beta", self.beta)
         check_positive(self.name, "forget_weight", self.forget_weight)
         check_nonnegative(self.name, "retain_weight", self.retain_weight)
@@ -93,8 +96,14 @@ class AltPO:
         )
         parts = {
             "altpo": preference.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
-            "alternate_nll": mean_nll(inputs.alternate_logps, inputs.alternate_mask).mean().item(),
+            "forget_nll": batch_nll(
+                inputs.forget_logps, inputs.forget_mask, self.loss_reduction
+            ).item(),
+            "alternate_nll": batch_nll(
+                inputs.alternate_logps, inputs.alternate_mask, self.loss_reduction
+            ).item(),
         }
         total = self.forget_weight * preference
-        return plus_retain_nll(total, parts, inputs, weight=self.retain_weight), parts
+        return plus_retain_nll(
+            total, parts, inputs, weight=self.retain_weight, reduction=self.loss_reduction
+        ), parts

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from torch import Tensor
 
 from forgetbench.errors import ConfigError, did_you_mean
-from forgetbench.methods._terms import mean_nll, next_token_kl
+from forgetbench.methods._terms import LOSS_REDUCTIONS, batch_nll, next_token_kl
 from forgetbench.registry import Registry
 
 
@@ -71,7 +71,8 @@ class UnlearnInputs:
     alternate_logps: Tensor | None = None  # (B, T-1) float
     alternate_mask: Tensor | None = None  # (B, T-1) bool
     ref_alternate_logps: Tensor | None = None  # (B, T-1) float, masked by alternate_mask
-    # RMU: hidden states output by decoder block `rmu.layer` (HF `hidden_states[layer + 1]`).
+    # RMU: the output of decoder block `rmu.layer` itself (a forward hook on the block, as the
+    # WMDP code; for the last block not HF's `hidden_states[-1]`, which is after the final norm).
     forget_hidden: Tensor | None = None  # (B, T, H), current model on the forget batch
     retain_hidden: Tensor | None = None  # (B, T, H), current model on the retain batch
     ref_retain_hidden: Tensor | None = None  # (B, T, H), frozen model on the retain batch
@@ -302,24 +303,30 @@ def retain_kl(inputs: UnlearnInputs, *, kl_positions: str) -> Tensor:
 
 
 def retain_regulariser(
-    inputs: UnlearnInputs, *, loss: str, kl_positions: str = "sequence"
+    inputs: UnlearnInputs, *, loss: str, kl_positions: str = "sequence", reduction: str
 ) -> tuple[Tensor, str]:
-    """The retain term most methods add: the retain answers' mean NLL (`"nll"`) or
-    KL(ref || current) on the retain batch (`"kl"`). Returns the term and its log name."""
+    """The retain term most methods add: the retain answers' NLL averaged by `reduction`
+    (`"nll"`) or KL(ref || current) on the retain batch (`"kl"`, averaged as `kl_positions`
+    says). Returns the term and its log name."""
     if loss == "kl":
         return retain_kl(inputs, kl_positions=kl_positions), "retain_kl"
-    return mean_nll(inputs.retain_logps, inputs.retain_mask).mean(), "retain_nll"
+    return batch_nll(inputs.retain_logps, inputs.retain_mask, reduction), "retain_nll"
 
 
 def plus_retain_nll(
-    total: Tensor, parts: dict[str, float], inputs: UnlearnInputs, *, weight: float
+    total: Tensor,
+    parts: dict[str, float],
+    inputs: UnlearnInputs,
+    *,
+    weight: float,
+    reduction: str,
 ) -> Tensor:
-    """`total` + `weight` x the retain answers' mean NLL, logged into `parts` as `retain_nll`:
+    """`total` + `weight` x the retain answers' NLL, logged into `parts` as `retain_nll`:
     the optional retain term of the methods whose papers have none or make it a knob (`weight`
     0 leaves `total` as it is, and the method then needs no retain batch)."""
     if weight <= 0:
         return total
-    retain, part = retain_regulariser(inputs, loss="nll")
+    retain, part = retain_regulariser(inputs, loss="nll", reduction=reduction)
     parts[part] = retain.item()
     return total + weight * retain
 
@@ -349,6 +356,11 @@ def check_nonnegative(method: str, field: str, value: float) -> None:
 def check_finite(method: str, field: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise ConfigError(f"{method}.{field} must be a finite number, got {value}")
+
+
+def check_reduction(method: str, value: str) -> None:
+    """`loss_reduction` is one of `_terms.LOSS_REDUCTIONS` (set through unlearn.loss_reduction)."""
+    check_choice(method, "loss_reduction", value, LOSS_REDUCTIONS)
 
 
 def check_choice(method: str, field: str, value: str, choices: Iterable[str]) -> None:

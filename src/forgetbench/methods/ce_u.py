@@ -19,26 +19,29 @@ format); open-unlearning's `CEU.yaml` `ignore_first_n_answer_tokens: 1`. Default
 No retain term, as the paper and open-unlearning (`CEU.yaml` derives from `finetune`); a retain NLL
 can be added with `retain_weight`.
 
-Averaging: per sample over its counted tokens, then over the samples that have any
-(`_terms.answer_mean`); open-unlearning takes one mean over every counted token of the batch.
+Averaging (`loss_reduction`): "tokens" (default) is one mean over every counted token of the
+batch, as open-unlearning's `cross_entropy_unlearning_loss`; "samples" per sample over its counted
+tokens, then over the samples that have any (`_terms.answer_mean`), as the paper's per-answer
+mean. The optional retain NLL follows the same reduction.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from forgetbench.errors import ConfigError
-from forgetbench.methods._terms import answer_mean, mean_nll, soft_cross_entropy
+from forgetbench.methods._terms import batch_nll, soft_cross_entropy, token_mean
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    check_reduction,
     plus_retain_nll,
     require_inputs,
 )
@@ -50,16 +53,18 @@ def skip_first_tokens(mask: Tensor, n: int) -> Tensor:
     return mask & (mask.long().cumsum(dim=1) > n)
 
 
-def ce_u_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
-    """(B, T-1, V), (B, T-1), (B, T-1) -> scalar: mean over counted tokens (per sample, then
-    batch) of CE(softmax of sg(z) without the true token, softmax(z)).
+def ce_u_loss(
+    logits: Tensor, targets: Tensor, mask: Tensor, *, reduction: str = "tokens"
+) -> Tensor:  # (B, T-1, V), (B, T-1), (B, T-1) -> scalar
+    """CE(softmax of sg(z) without the true token, softmax(z)), averaged over the counted tokens
+    by `reduction`.
 
-    d loss / d z_y = p_y / (B |y|) > 0 at each counted position: a descent step lowers the true
-    token's logit.
+    d loss / d z_y = p_y / N > 0 at each counted position (N: the batch's counted tokens; B |y|
+    with "samples"): a descent step lowers the true token's logit.
     """
     masked = logits.detach().float().scatter(-1, targets.unsqueeze(-1), float("-inf"))
     target_probs = F.softmax(masked, dim=-1)
-    return answer_mean(soft_cross_entropy(logits, target_probs), mask)
+    return token_mean(soft_cross_entropy(logits, target_probs), mask, reduction)
 
 
 @METHODS.register("ce_u")
@@ -73,8 +78,10 @@ class CEU:
     ignore_first_answer_tokens: int = 1  # the paper's footnote; open-unlearning: 1
     forget_weight: float = 1.0
     retain_weight: float = 0.0  # retain NLL; the paper and open-unlearning have none
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         if isinstance(self.ignore_first_answer_tokens, bool) or not (
             isinstance(self.ignore_first_answer_tokens, int)
             and self.ignore_first_answer_tokens >= 0
@@ -95,12 +102,21 @@ class CEU:
         require_inputs(self.name, inputs, self.required_inputs())
         counted = skip_first_tokens(inputs.forget_mask, self.ignore_first_answer_tokens)
         if torch.any(counted.any(dim=1)):
-            forget_term = ce_u_loss(inputs.forget_logits, inputs.forget_targets, counted)
+            forget_term = ce_u_loss(
+                inputs.forget_logits,
+                inputs.forget_targets,
+                counted,
+                reduction=self.loss_reduction,
+            )
         else:  # every answer of the batch is shorter than the skipped prefix: nothing to unlearn
             forget_term = inputs.forget_logits.sum() * 0.0
         parts = {
             "ce_u": forget_term.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
+            "forget_nll": batch_nll(
+                inputs.forget_logps, inputs.forget_mask, self.loss_reduction
+            ).item(),
         }
         total = self.forget_weight * forget_term
-        return plus_retain_nll(total, parts, inputs, weight=self.retain_weight), parts
+        return plus_retain_nll(
+            total, parts, inputs, weight=self.retain_weight, reduction=self.loss_reduction
+        ), parts

@@ -26,13 +26,14 @@ from typing import ClassVar, Literal
 import torch.nn.functional as F
 from torch import Tensor
 
-from forgetbench.methods._terms import mean_nll, sequence_logprob
+from forgetbench.methods._terms import batch_nll, sequence_logprob
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_choice,
     check_nonnegative,
     check_positive,
+    check_reduction,
     require_inputs,
 )
 
@@ -75,8 +76,10 @@ class DPO:
     beta: float = 0.1  # TOFU code: 0.1
     scale: Literal["paper", "open_unlearning"] = "paper"  # 1 or 2/beta, see module docstring
     retain_weight: float = 0.0  # optional retain NLL; TOFU's dpo has none
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # retain NLL; _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_positive(self.name, "beta", self.beta)
         check_choice(self.name, "scale", self.scale, DPO_SCALES)
         check_nonnegative(self.name, "retain_weight", self.retain_weight)
@@ -98,11 +101,13 @@ class DPO:
         )
         parts = {
             "dpo": preference.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
+            "forget_nll": batch_nll(
+                inputs.forget_logps, inputs.forget_mask, self.loss_reduction
+            ).item(),
         }
         total = preference
         if self.retain_weight > 0:
-            retain_nll = mean_nll(inputs.retain_logps, inputs.retain_mask).mean()
+            retain_nll = batch_nll(inputs.retain_logps, inputs.retain_mask, self.loss_reduction)
             parts["retain_nll"] = retain_nll.item()
             total = total + self.retain_weight * retain_nll
         return total, parts

@@ -7,7 +7,9 @@ Optimization"):
     minimise  w_r * L(R) + w_idk * L(F_idk)
 
 where F_idk pairs each forget question with a refusal string drawn at random (seeded) from a list,
-and L is the per-sample mean answer-token NLL. Only plain finetuning, so nothing pushes the true
+and L the answer-token NLL, averaged over each batch as `loss_reduction` says ("tokens",
+default: over every answer token of the batch; "samples": per sample, then over the batch).
+Only plain finetuning, so nothing pushes the true
 answer's likelihood down directly; it falls because the refusal takes its probability mass.
 
 TOFU's code concatenates the refusal and retain batches into one forward pass and takes the
@@ -18,23 +20,24 @@ we keep the two terms separate, as the paper's equation does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from torch import Tensor
 
-from forgetbench.methods._terms import mean_nll
+from forgetbench.methods._terms import batch_nll
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    check_reduction,
     require_inputs,
 )
 
 
 def idk_loss(
     idk_nll: Tensor, retain_nll: Tensor, *, idk_weight: float, retain_weight: float
-) -> Tensor:  # (B_f,), (B_r,) -> scalar
+) -> Tensor:  # (B_f,) or scalar, (B_r,) or scalar -> scalar
     return idk_weight * idk_nll.mean() + retain_weight * retain_nll.mean()
 
 
@@ -48,10 +51,12 @@ class IDK:
 
     idk_weight: float = 1.0  # TOFU: 1
     retain_weight: float = 1.0  # TOFU: 1
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
         check_positive(self.name, "idk_weight", self.idk_weight)
         check_nonnegative(self.name, "retain_weight", self.retain_weight)
+        check_reduction(self.name, self.loss_reduction)
 
     def required_inputs(self) -> frozenset[str]:
         if self.retain_weight == 0:
@@ -60,12 +65,12 @@ class IDK:
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
         require_inputs(self.name, inputs, self.required_inputs())
-        idk_nll = mean_nll(inputs.refusal_logps, inputs.refusal_mask)  # (B_f,)
-        parts = {"idk_nll": idk_nll.mean().item()}
+        idk_nll = batch_nll(inputs.refusal_logps, inputs.refusal_mask, self.loss_reduction)
+        parts = {"idk_nll": idk_nll.item()}
         retain_nll = idk_nll.new_zeros(1)
         if self.retain_weight > 0:
-            retain_nll = mean_nll(inputs.retain_logps, inputs.retain_mask)  # (B_r,)
-            parts["retain_nll"] = retain_nll.mean().item()
+            retain_nll = batch_nll(inputs.retain_logps, inputs.retain_mask, self.loss_reduction)
+            parts["retain_nll"] = retain_nll.item()
         total = idk_loss(
             idk_nll, retain_nll, idk_weight=self.idk_weight, retain_weight=self.retain_weight
         )

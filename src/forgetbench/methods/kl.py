@@ -5,7 +5,10 @@ Maini et al. 2024, "TOFU: A Task of Fictitious Unlearning for LLMs", Sec. 4 ("KL
     minimise  -w_f * L(F) + w_kl * (1/|R|) sum_{s in R} (1/|s|) sum_i KL(M_ref(s_<i) || M(s_<i))
 
 KL runs over next-token distributions of the frozen reference (start) model and the current one,
-reference first. Which positions of each retain sequence count (`kl_positions`):
+reference first. L(F) is the forget answers' NLL, averaged over the batch as `loss_reduction`
+says ("tokens", default: over every answer token, HF's `outputs.loss`; "samples": per sample, then
+over the batch). Which positions of each retain sequence the KL counts (`kl_positions`, its own
+averaging; `loss_reduction` does not change it):
 
 - "sequence" (default): every position that predicts a real token of the sequence, prompt and
   answer alike, padding excluded; averaged per sample, then over the batch. This is the paper's
@@ -32,7 +35,7 @@ from typing import ClassVar, Literal
 
 from torch import Tensor
 
-from forgetbench.methods._terms import mean_nll
+from forgetbench.methods._terms import batch_nll
 from forgetbench.methods.base import (
     KL_POSITIONS,
     METHODS,
@@ -40,6 +43,7 @@ from forgetbench.methods.base import (
     check_choice,
     check_nonnegative,
     check_positive,
+    check_reduction,
     kl_inputs,
     require_inputs,
     retain_kl,
@@ -48,7 +52,7 @@ from forgetbench.methods.base import (
 
 def kl_loss(
     forget_nll: Tensor, retain_kl: Tensor, *, forget_weight: float, kl_weight: float
-) -> Tensor:  # (B_f,), scalar -> scalar
+) -> Tensor:  # (B_f,) or scalar, scalar -> scalar
     """-w_f * mean L(F) + w_kl * KL; retain_kl from `_terms.next_token_kl`."""
     return -forget_weight * forget_nll.mean() + kl_weight * retain_kl
 
@@ -70,8 +74,10 @@ class KL:
     forget_weight: float = 1.0  # TOFU: 1
     kl_weight: float = 1.0  # TOFU: 1
     kl_positions: Literal["sequence", "answer", "all"] = "sequence"  # the paper's equation
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_positive(self.name, "forget_weight", self.forget_weight)
         check_nonnegative(self.name, "kl_weight", self.kl_weight)
         check_choice(self.name, "kl_positions", self.kl_positions, KL_POSITIONS)
@@ -81,7 +87,7 @@ class KL:
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
         require_inputs(self.name, inputs, self.required_inputs())
-        forget_nll = mean_nll(inputs.forget_logps, inputs.forget_mask)
+        forget_nll = batch_nll(inputs.forget_logps, inputs.forget_mask, self.loss_reduction)
         kl = retain_kl(inputs, kl_positions=self.kl_positions)
         total = kl_loss(forget_nll, kl, forget_weight=self.forget_weight, kl_weight=self.kl_weight)
-        return total, {"forget_nll": forget_nll.mean().item(), "retain_kl": kl.item()}
+        return total, {"forget_nll": forget_nll.item(), "retain_kl": kl.item()}

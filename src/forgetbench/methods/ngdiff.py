@@ -4,7 +4,9 @@ Jin, Bu, Vinzamuri, Ramakrishna, Chang, Cevher and Hong 2024, "Unlearning as mul
 optimization: A normalized gradient difference approach with an adaptive learning rate"
 (arXiv 2410.22086, NAACL 2025); the NGDiff baseline of the LUME benchmark (Ramakrishna et al.
 2025). Unlearning is two tasks — descend the retain loss L_R, ascend the forget loss L_F (both the
-mean answer-token NLL) — and each step follows
+answer-token NLL, averaged over the batch as `loss_reduction` says: "tokens", default, pools every
+answer token as HF's `outputs.loss`; "samples" per sample, then over the batch) — and each step
+follows
 
     d = g_R / ||g_R|| - g_F / ||g_F||,      w <- w - eta * d
 
@@ -53,12 +55,13 @@ import numpy as np
 from torch import Tensor
 
 from forgetbench.errors import ConfigError
-from forgetbench.methods._terms import global_grad_norm, mean_nll
+from forgetbench.methods._terms import batch_nll, global_grad_norm
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_choice,
     check_positive,
+    check_reduction,
     require_inputs,
 )
 
@@ -66,10 +69,18 @@ LR_RULES = ("gen", "vertex")
 
 
 def ngdiff_task_losses(
-    forget_logps: Tensor, forget_mask: Tensor, retain_logps: Tensor, retain_mask: Tensor
+    forget_logps: Tensor,
+    forget_mask: Tensor,
+    retain_logps: Tensor,
+    retain_mask: Tensor,
+    *,
+    reduction: str = "tokens",
 ) -> tuple[Tensor, Tensor]:  # (B_f,T-1) x2, (B_r,T-1) x2 -> (L_F, L_R) scalars
-    """The two task losses: batch means of the per-sample mean answer-token NLL."""
-    return mean_nll(forget_logps, forget_mask).mean(), mean_nll(retain_logps, retain_mask).mean()
+    """The two task losses: each batch's answer-token NLL, averaged by `reduction`."""
+    return (
+        batch_nll(forget_logps, forget_mask, reduction),
+        batch_nll(retain_logps, retain_mask, reduction),
+    )
 
 
 def combine_normalized_gradients(
@@ -214,8 +225,10 @@ class NGDiff:
     min_lr_ratio: float = 0.01  # fitted lr >= min_lr_ratio x the scheduled lr
     max_lr_ratio: float = 10.0  # fitted lr <= max_lr_ratio x the scheduled lr
     lr_update_every: int = 1  # steps between re-fits (GeN amortises the forward passes this way)
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         if not isinstance(self.auto_lr, bool):
             raise ConfigError(f"ngdiff.auto_lr must be true or false, got {self.auto_lr!r}")
         multipliers = self.trial_multipliers
@@ -265,7 +278,11 @@ class NGDiff:
         """(L_F, L_R), to be back-propagated separately."""
         require_inputs(self.name, inputs, self.required_inputs())
         return ngdiff_task_losses(
-            inputs.forget_logps, inputs.forget_mask, inputs.retain_logps, inputs.retain_mask
+            inputs.forget_logps,
+            inputs.forget_mask,
+            inputs.retain_logps,
+            inputs.retain_mask,
+            reduction=self.loss_reduction,
         )
 
     def combine_gradients(

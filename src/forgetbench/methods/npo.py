@@ -17,6 +17,11 @@ NPO's gradient tends to grad_ascent's on summed log-probs (paper, Sec. 3).
 Retain term (the paper's NPO+RT): `retain_loss="nll"` (default; L(R)) or "kl" (KL to the start
 model on retain data, open-unlearning's `retain_loss_type: KL`). `length_normalized=True` divides
 both log-probs by |y| before the log-ratio (a variant, not the paper's form).
+
+The NPO term is a mean over samples of a sequence-level quantity in every reduction (the paper and
+open-unlearning's `compute_dpo_loss`); `loss_reduction` sets how the retain NLL averages over its
+batch ("tokens", default: over every answer token, open-unlearning's `outputs.loss`; "samples":
+per sample, then over the batch).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import ClassVar, Literal
 import torch.nn.functional as F
 from torch import Tensor
 
-from forgetbench.methods._terms import answer_lengths, mean_nll, sequence_logprob
+from forgetbench.methods._terms import answer_lengths, batch_nll, sequence_logprob
 from forgetbench.methods.base import (
     KL_POSITIONS,
     METHODS,
@@ -36,6 +41,7 @@ from forgetbench.methods.base import (
     check_choice,
     check_nonnegative,
     check_positive,
+    check_reduction,
     require_inputs,
     retain_inputs,
     retain_regulariser,
@@ -65,8 +71,10 @@ class NPO:
     retain_loss: Literal["nll", "kl"] = "nll"
     kl_positions: Literal["sequence", "answer", "all"] = "sequence"  # retain_loss="kl": kl.py
     length_normalized: bool = False  # variant: log-probs divided by |y|
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # retain NLL; _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_positive(self.name, "beta", self.beta)
         check_positive(self.name, "forget_weight", self.forget_weight)
         check_nonnegative(self.name, "retain_weight", self.retain_weight)
@@ -89,12 +97,17 @@ class NPO:
         forget_term = npo_loss(logp, ref_logp, beta=self.beta)
         parts = {
             "npo": forget_term.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
+            "forget_nll": batch_nll(
+                inputs.forget_logps, inputs.forget_mask, self.loss_reduction
+            ).item(),
         }
         total = self.forget_weight * forget_term
         if self.retain_weight > 0:
             retain, part = retain_regulariser(
-                inputs, loss=self.retain_loss, kl_positions=self.kl_positions
+                inputs,
+                loss=self.retain_loss,
+                kl_positions=self.kl_positions,
+                reduction=self.loss_reduction,
             )
             parts[part] = retain.item()
             total = total + self.retain_weight * retain

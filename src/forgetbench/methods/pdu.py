@@ -12,7 +12,11 @@ is uniform (maximal entropy) and, unlike gradient ascent, bounded below and conv
 
     L_F = E_F[ (1/|y|) sum_t ( max_v z_t,v - (1/V) sum_v z_t,v )^2 ]
 
-and L_R the retain answers' mean NLL. It is solved on the Lagrangian
+and L_R the retain answers' NLL; both average over the batch as `loss_reduction` says ("tokens",
+default: one mean over every answer token of the batch, as open-unlearning's PDU trainer (its
+flattening term is a sum over answer positions over their count, its retain term HF's
+`outputs.loss`); "samples": per sample, then over the batch, the E_F[(1/|y|) sum_t] above). It is
+solved on the Lagrangian
 L(theta, lambda) = w_f L_F + lambda (L_R - eps) by alternating one primal step (the optimizer's,
 on theta at the current lambda) with one projected dual ascent step:
 
@@ -42,31 +46,34 @@ model's retain NLL on the data at hand, or the constraint only grows lambda.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from torch import Tensor
 
 from forgetbench.errors import ConfigError
-from forgetbench.methods._terms import answer_mean, mean_nll
+from forgetbench.methods._terms import batch_nll, token_mean
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_finite,
     check_nonnegative,
     check_positive,
+    check_reduction,
     require_inputs,
 )
 
 
-def flattening_loss(logits: Tensor, mask: Tensor) -> Tensor:  # (B, T-1, V), (B, T-1) -> scalar
-    """Mean over answer positions (per sample, then batch) of (max_v z_v - mean_v z_v)^2.
+def flattening_loss(
+    logits: Tensor, mask: Tensor, *, reduction: str = "tokens"
+) -> Tensor:  # (B, T-1, V), (B, T-1) -> scalar
+    """(max_v z_v - mean_v z_v)^2 averaged over the answer positions by `reduction`.
 
     d/dz_v at a position: 2 g (1[v = argmax] - 1/V) with g = max - mean >= 0, so a descent step
     lowers the top logit and raises the rest: the distribution flattens.
     """
     z = logits.float()
     gap = z.max(dim=-1).values - z.mean(dim=-1)
-    return answer_mean(gap.pow(2), mask)
+    return token_mean(gap.pow(2), mask, reduction)
 
 
 def dual_update(dual: float, retain_loss: float, *, step_size: float, eps: float) -> float:
@@ -87,8 +94,10 @@ class PDU:
     dual_step_size: float = 5.0  # eta (authors' TOFU run: 5; open-unlearning's default 1)
     dual_warmup_epochs: int = 5  # lambda stays fixed this many epochs (authors: 5)
     forget_weight: float = 1.0  # w_f (open-unlearning's gamma)
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_finite(self.name, "retain_eps", self.retain_eps)
         check_nonnegative(self.name, "retain_weight", self.retain_weight)
         check_nonnegative(self.name, "dual_step_size", self.dual_step_size)
@@ -113,14 +122,15 @@ class PDU:
         self, inputs: UnlearnInputs, state: dict[str, float]
     ) -> tuple[Tensor, dict[str, float], dict[str, Tensor]]:
         require_inputs(self.name, inputs, self.required_inputs())
-        forget_term = flattening_loss(inputs.forget_logits, inputs.forget_mask)
-        retain_nll = mean_nll(inputs.retain_logps, inputs.retain_mask).mean()
+        reduction = self.loss_reduction
+        forget_term = flattening_loss(inputs.forget_logits, inputs.forget_mask, reduction=reduction)
+        retain_nll = batch_nll(inputs.retain_logps, inputs.retain_mask, reduction)
         # The -lambda*eps constant changes the value, not the gradient; it makes the logged loss
         # the Lagrangian.
         total = self.forget_weight * forget_term + state["dual"] * (retain_nll - self.retain_eps)
         parts = {
             "flattening": forget_term.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
+            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).item(),
             "retain_nll": retain_nll.item(),
         }
         return total, parts, {"retain_nll": retain_nll.detach()}

@@ -2,7 +2,9 @@
 data, keep them on retain data.
 
 Li et al. 2024, "The WMDP Benchmark: Measuring and Reducing Malicious Use With Unlearning" (ICML),
-Sec. 5 and Algorithm 1. With h(t) the output of decoder block `layer` at token t, u a fixed random
+Sec. 5 and Algorithm 1. With h(t) the output of decoder block `layer` at token t (read by a
+forward hook on the block, as the WMDP code and open-unlearning; for the last block this is before
+the model's final norm, unlike HF's `hidden_states[-1]`), u a fixed random
 unit vector (entries drawn uniformly from [0, 1), then normalised) and c the steering coefficient:
 
     L_forget = E_{x in F}[ (1/|x|) sum_t || h_updated(t) - c * u ||_2^2 ]
@@ -28,7 +30,9 @@ set explicitly overrides the preset's value:
 the WMDP code (`F.mse_loss`) and open-unlearning (`mse_loss(...).mean(dim=2)`) do; "sum" is the
 paper's squared L2 norm — the same objective times H, so c and alpha carry over but the gradient
 scale does not. Token averaging is per sample then over the batch (the paper's 1/|x| inside the
-expectation; also open-unlearning's); `tokens` picks which tokens count: "all" real tokens (WMDP,
+expectation; also what open-unlearning's `compute_activation_loss` intends — at B > 1 it divides
+a [B] tensor by a [B, 1] one, which broadcasts to [B, B] and averages sum_i / n_j over all pairs,
+a bug we do not copy; `unlearn.loss_reduction` does not apply here); `tokens` picks which tokens count: "all" real tokens (WMDP,
 which trains on raw documents; its code also averages over padding, which we exclude) or "answer"
 tokens (open-unlearning on QA data: `labels != -100`).
 """
@@ -196,7 +200,9 @@ class RMU:
     model_options: ClassVar[frozenset[str]] = MODEL_OPTIONS
 
     preset: Literal["wmdp_defaults", "wmdp_zephyr", "open_unlearning_tofu"] = "wmdp_defaults"
-    layer: int | None = None  # decoder block whose output is steered (HF hidden_states[layer + 1])
+    layer: int | None = (
+        None  # decoder block whose own output is steered (modeling.hidden_states_at)
+    )
     steering_coeff: float | None = None  # c
     alpha: float | None = None  # retain weight
     update_layers: tuple[int, ...] | None = None  # blocks whose parameters train ("selected")

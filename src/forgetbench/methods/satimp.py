@@ -12,8 +12,9 @@ The weight p^beta1 (1-p)^beta2 peaks at p = beta1 / (beta1 + beta2) (5/6 with th
 vanishes at both ends: a token the model is certain of (p -> 1) gets little push at first, as does
 one already forgotten (p -> 0). With beta2 = 0 it is WGA (wga.py).
 
-Averaging: per sample, then over the batch (open-unlearning's `compute_satimp_loss`: one mean over
-every answer token of the batch; equal for equal-length answers). Defaults beta1 = 5, beta2 = 1 as
+Averaging (`loss_reduction`): "tokens" (default) is one mean over every answer token of the batch,
+as open-unlearning's `compute_satimp_loss`; "samples" per sample, then over the batch, as the
+paper's E_F[(1/|y|) sum_t]; equal for equal-length answers. Defaults beta1 = 5, beta2 = 1 as
 the paper and open-unlearning. The loss weights differ between open-unlearning's files: its
 `SatImp.yaml` sets forget weight (gamma) 0.1 and retain weight (alpha) 1, its class defaults and
 its README (which follows the paper's choice of the extraction-strength metric) gamma 1, alpha 0.1.
@@ -23,16 +24,17 @@ We default to the paper's / README's forget weight 1, retain weight 0.1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from torch import Tensor
 
-from forgetbench.methods._terms import mean_nll, token_weighted_logprob
+from forgetbench.methods._terms import batch_nll, token_mean
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    check_reduction,
     plus_retain_nll,
     require_inputs,
 )
@@ -44,13 +46,17 @@ def satimp_weights(logps: Tensor, *, beta1: float, beta2: float) -> Tensor:
     return p.pow(beta1) * (1.0 - p).clamp_min(0.0).pow(beta2)
 
 
-def satimp_loss(logps: Tensor, mask: Tensor, *, beta1: float, beta2: float) -> Tensor:
-    """Mean over samples of (1/|y|) sum_t sg(w_t) log p_t, w_t = p_t^beta1 (1 - p_t)^beta2.
+def satimp_loss(
+    logps: Tensor, mask: Tensor, *, beta1: float, beta2: float, reduction: str = "tokens"
+) -> Tensor:  # (B, T-1) x2 -> scalar
+    """sg(w_t) log p_t, w_t = p_t^beta1 (1 - p_t)^beta2, averaged over the answer tokens by
+    `reduction`.
 
-    d loss / d log p_t = w_t / (B |y|) >= 0: a descent step lowers every answer token's log-prob.
+    d loss / d log p_t = w_t / N >= 0 (N: the batch's answer tokens; B |y| with "samples"): a
+    descent step lowers every answer token's log-prob.
     """
     weights = satimp_weights(logps, beta1=beta1, beta2=beta2)
-    return token_weighted_logprob(logps, mask, weights).mean()
+    return token_mean(weights * logps, mask, reduction)
 
 
 @METHODS.register("satimp")
@@ -65,8 +71,10 @@ class SatImp:
     beta2: float = 1.0  # importance exponent (paper, open-unlearning: 1)
     forget_weight: float = 1.0  # open-unlearning's gamma; see the module docstring
     retain_weight: float = 0.1  # retain NLL (open-unlearning's alpha); 0 = no retain term
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_nonnegative(self.name, "beta1", self.beta1)
         check_nonnegative(self.name, "beta2", self.beta2)
         check_positive(self.name, "forget_weight", self.forget_weight)
@@ -79,12 +87,19 @@ class SatImp:
 
     def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
         require_inputs(self.name, inputs, self.required_inputs())
+        reduction = self.loss_reduction
         forget_term = satimp_loss(
-            inputs.forget_logps, inputs.forget_mask, beta1=self.beta1, beta2=self.beta2
+            inputs.forget_logps,
+            inputs.forget_mask,
+            beta1=self.beta1,
+            beta2=self.beta2,
+            reduction=reduction,
         )
         parts = {
             "satimp": forget_term.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
+            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).item(),
         }
         total = self.forget_weight * forget_term
-        return plus_retain_nll(total, parts, inputs, weight=self.retain_weight), parts
+        return plus_retain_nll(
+            total, parts, inputs, weight=self.retain_weight, reduction=reduction
+        ), parts

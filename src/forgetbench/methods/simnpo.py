@@ -17,6 +17,10 @@ and open-unlearning's SimNPO trainer: both compute `-(2/beta) * logsigmoid(beta 
 paper's gamma equals beta * d (the code's `gamma` in Unlearn-Simple, `delta` in open-unlearning).
 We use the paper's gamma; convert with gamma = beta * delta. At gamma = 0 all three agree.
 
+The SimNPO term is a mean over samples of each sample's length-normalised log-prob in every
+reduction (the paper, the authors' code and open-unlearning); `loss_reduction` sets how the retain
+NLL averages over its batch ("tokens", default, as open-unlearning's `outputs.loss`; "samples").
+
 Defaults follow the authors' TOFU forget10 run (beta = 4.5, forget weight 0.125, retain NLL
 weight 1; open-unlearning's SimNPO config has the same numbers).
 """
@@ -39,6 +43,7 @@ from forgetbench.methods.base import (
     check_finite,
     check_nonnegative,
     check_positive,
+    check_reduction,
     require_inputs,
     retain_inputs,
     retain_regulariser,
@@ -68,8 +73,10 @@ class SimNPO:
     retain_weight: float = 1.0  # authors' `grad_diff_coeff` (open-unlearning: alpha)
     retain_loss: Literal["nll", "kl"] = "nll"
     kl_positions: Literal["sequence", "answer", "all"] = "sequence"  # retain_loss="kl": kl.py
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # retain NLL; _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_positive(self.name, "beta", self.beta)
         check_finite(self.name, "gamma", self.gamma)
         check_positive(self.name, "forget_weight", self.forget_weight)
@@ -93,7 +100,10 @@ class SimNPO:
         total = self.forget_weight * forget_term
         if self.retain_weight > 0:
             retain, part = retain_regulariser(
-                inputs, loss=self.retain_loss, kl_positions=self.kl_positions
+                inputs,
+                loss=self.retain_loss,
+                kl_positions=self.kl_positions,
+                reduction=self.loss_reduction,
             )
             parts[part] = retain.item()
             total = total + self.retain_weight * retain

@@ -16,10 +16,12 @@ keeps its rank among the others' shape but loses a factor e^beta of probability 
 them, and every other token keeps the start model's relative probabilities. The loss is bounded
 below (by H(q)), so unlike gradient ascent it has a minimum to converge to.
 
-Positions: the answer tokens (the facts to forget), per sample then over the batch. open-unlearning's
-`compute_undial_loss` averages over *every* position of the padded batch, prompt and padding
-included, and at positions without a label it lowers the logit of token id -100 (negative indexing:
-the 100th-last vocabulary entry) instead of none; we do not reproduce either.
+Positions: the answer tokens (the facts to forget), averaged as `loss_reduction` says ("tokens",
+default: one mean over every answer token of the batch; "samples": per sample, then over the
+batch, the paper's E_F[(1/|y|) sum_t]). open-unlearning's `compute_undial_loss` averages over
+*every* position of the padded batch, prompt and padding included, and at positions without a
+label it lowers the logit of token id -100 (negative indexing: the 100th-last vocabulary entry)
+instead of none; we do not reproduce either (docs/methods.md gives the size of the difference).
 
 Defaults: beta = 10 (open-unlearning's `UNDIAL.yaml`; its README suggests searching 3, 10, 30) and
 no retain term (the paper uses none, open-unlearning's alpha 0). The paper trains LoRA adapters at
@@ -31,17 +33,18 @@ and precomputing them for the whole forget set would cost |F| x T x V floats.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import torch.nn.functional as F
 from torch import Tensor
 
-from forgetbench.methods._terms import answer_mean, mean_nll, soft_cross_entropy
+from forgetbench.methods._terms import batch_nll, soft_cross_entropy, token_mean
 from forgetbench.methods.base import (
     METHODS,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
+    check_reduction,
     plus_retain_nll,
     require_inputs,
 )
@@ -56,15 +59,21 @@ def undial_targets(ref_logits: Tensor, targets: Tensor, *, beta: float) -> Tenso
 
 
 def undial_loss(
-    logits: Tensor, ref_logits: Tensor, targets: Tensor, mask: Tensor, *, beta: float
+    logits: Tensor,
+    ref_logits: Tensor,
+    targets: Tensor,
+    mask: Tensor,
+    *,
+    beta: float,
+    reduction: str = "tokens",
 ) -> Tensor:  # (B, T-1, V), (B, T-1, V), (B, T-1), (B, T-1) -> scalar
-    """Mean over answer tokens (per sample, then batch) of CE(adjusted ref softmax, current).
+    """CE(adjusted ref softmax, current), averaged over the answer tokens by `reduction`.
 
     d loss / d z_v = p_v - q_v at each position: at the start (p = softmax(z_ref)) the target
     token's logit gets p_y - q_y > 0 (q_y < p_y for beta > 0), so a descent step lowers it.
     """
     target_probs = undial_targets(ref_logits, targets, beta=beta)
-    return answer_mean(soft_cross_entropy(logits, target_probs), mask)
+    return token_mean(soft_cross_entropy(logits, target_probs), mask, reduction)
 
 
 @METHODS.register("undial")
@@ -78,8 +87,10 @@ class UNDIAL:
     beta: float = 10.0  # logit reduction of the token to forget (open-unlearning: 10)
     forget_weight: float = 1.0  # open-unlearning's gamma
     retain_weight: float = 0.0  # retain NLL (open-unlearning's alpha); the paper has none
+    loss_reduction: Literal["tokens", "samples"] = "tokens"  # see _terms.LOSS_REDUCTIONS
 
     def __post_init__(self) -> None:
+        check_reduction(self.name, self.loss_reduction)
         check_positive(self.name, "beta", self.beta)
         check_positive(self.name, "forget_weight", self.forget_weight)
         check_nonnegative(self.name, "retain_weight", self.retain_weight)
@@ -97,10 +108,15 @@ class UNDIAL:
             inputs.forget_targets,
             inputs.forget_mask,
             beta=self.beta,
+            reduction=self.loss_reduction,
         )
         parts = {
             "undial": forget_term.item(),
-            "forget_nll": mean_nll(inputs.forget_logps, inputs.forget_mask).mean().item(),
+            "forget_nll": batch_nll(
+                inputs.forget_logps, inputs.forget_mask, self.loss_reduction
+            ).item(),
         }
         total = self.forget_weight * forget_term
-        return plus_retain_nll(total, parts, inputs, weight=self.retain_weight), parts
+        return plus_retain_nll(
+            total, parts, inputs, weight=self.retain_weight, reduction=self.loss_reduction
+        ), parts

@@ -4,6 +4,7 @@ through the engine."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -59,10 +60,18 @@ def resolve_method(
     config: RunConfig, name: str, loop: LoopConfig, options: dict[str, object]
 ) -> tuple[LoopConfig, UnlearnMethod]:
     """The method's loop and options: the model's defaults, then the user's `unlearn.*` and
-    `method.*` settings on top. A `method.preset` the user names replaces the model's tuned
-    hyperparameters; only the options that describe the model itself (the method's
-    `model_options`, e.g. RMU's steered layer, which must exist in it) are kept."""
+    `method.*` settings on top. An `unlearn.preset` (a forgetbench/presets file) or a
+    `method.preset` the user names replaces the model's tuned hyperparameters; only the options
+    that describe the model itself (the method's `model_options`, e.g. RMU's steered layer, which
+    must exist in it) are kept. `unlearn.loss_reduction` reaches every method that has the option,
+    unless a preset sets it for the method and the user did not set it."""
     u = config.unlearn
+    keep = getattr(get_method(name), "model_options", frozenset())
+    if u.preset is not None:
+        from forgetbench.train.presets import unlearn_preset
+
+        loop, own = unlearn_preset(u.preset, name)
+        options = {**{k: v for k, v in options.items() if k in keep}, **own}
     loop = replace(
         loop,
         lr=u.lr or loop.lr,
@@ -74,8 +83,12 @@ def resolve_method(
     )
     user = dict(config.method)
     if "preset" in user:
-        keep = getattr(get_method(name), "model_options", frozenset())
         options = {key: value for key, value in options.items() if key in keep}
+    fields = {f.name for f in dataclasses.fields(get_method(name))}
+    if "loss_reduction" in fields and (
+        "loss_reduction" in u.model_fields_set or "loss_reduction" not in options
+    ):
+        options = {**options, "loss_reduction": u.loss_reduction}
     return loop, build_method(name, {**options, **user})
 
 

@@ -84,6 +84,9 @@ class StatefulLoss(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+SCHEDULES = ("linear", "hf")
+
+
 class NonFiniteLoss(ForgetbenchError):
     pass
 
@@ -99,7 +102,11 @@ class LoopConfig:
     max_grad_norm: float = 1.0
     seed: int = 0
     checkpoint_every: int = 0  # optimizer steps; 0 = only at the end of each epoch
-    schedule: str = "linear"  # linear warm-up then linear decay to 0 (HF Trainer default, as TOFU)
+    # Linear warm-up then linear decay to 0 (`_lr_factor`). "linear": round(warmup_epochs x steps
+    # per epoch) warm-up steps, the first at lr/warmup. "hf": as open-unlearning sets up HF's
+    # Trainer: floor(warmup_epochs x examples / batch_size) warm-up steps (its
+    # `load_trainer_args`), the first at lr 0 (`get_linear_schedule_with_warmup`).
+    schedule: str = "linear"
 
 
 def config_key(config: LoopConfig) -> dict[str, Any]:
@@ -171,9 +178,13 @@ def train_loop(
     batches_per_epoch = math.ceil(n_examples / (config.per_device_batch_size * processes))
     steps_per_epoch = math.ceil(batches_per_epoch / accumulation)
     total_steps = steps_per_epoch * config.epochs
-    warmup = (
-        max(1, round(config.warmup_epochs * steps_per_epoch)) if config.warmup_epochs > 0 else 0
-    )
+    if config.schedule not in SCHEDULES:
+        raise ConfigError(
+            f"schedule must be one of {', '.join(SCHEDULES)}, got {config.schedule!r}",
+            "fix the preset's loop.schedule",
+        )
+    warmup = _warmup_steps(config, n_examples, steps_per_epoch)
+    offset = 1 if config.schedule == "linear" else 0
 
     if precision().gradient_checkpointing:
         enable_gradient_checkpointing(model)
@@ -188,7 +199,7 @@ def train_loop(
     # Not given to accelerator.prepare: its wrapper steps the schedule once per process, and ours
     # is already counted in optimizer steps. A checkpoint keeps its state_dict in our JSON.
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: _lr_factor(s, warmup, total_steps)
+        optimizer, lambda s: _lr_factor(s, warmup, total_steps, offset=offset)
     )
     model, optimizer = accelerator.prepare(model, optimizer)
     position = LoopPosition(0, 0, 0)
@@ -345,9 +356,18 @@ def _launched_processes() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def _lr_factor(step: int, warmup: int, total: int) -> float:
+def _warmup_steps(config: LoopConfig, n_examples: int, steps_per_epoch: int) -> int:
+    if config.warmup_epochs <= 0:
+        return 0
+    if config.schedule == "hf":
+        return int(config.warmup_epochs * n_examples // config.batch_size)
+    return max(1, round(config.warmup_epochs * steps_per_epoch))
+
+
+def _lr_factor(step: int, warmup: int, total: int, *, offset: int = 1) -> float:
+    # offset 1: the first warm-up step already moves (1/warmup); 0: HF's, which starts at lr 0.
     if warmup and step < warmup:
-        return (step + 1) / warmup
+        return (step + offset) / warmup
     return max(0.0, (total - step) / max(1, total - warmup))
 
 

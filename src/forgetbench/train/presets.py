@@ -16,14 +16,18 @@ from forgetbench.train.loop import LoopConfig
 PRESETS = files("forgetbench") / "presets"
 
 
-def read_preset(name: str) -> dict[str, Any]:
-    path = PRESETS / f"{name}.yaml"
-    if not path.is_file():
-        known = [
-            p.name.removesuffix(".yaml") for p in PRESETS.iterdir() if p.name.endswith(".yaml")
-        ]
-        raise UnknownNameError("preset", name, known)
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+def preset_names() -> list[str]:
+    return sorted(
+        p.name.removesuffix(".yaml") for p in PRESETS.iterdir() if p.name.endswith(".yaml")
+    )
+
+
+def read_preset(name: str, *, kind: str = "preset") -> dict[str, Any]:
+    # Checked against the shipped names, not as a path: a name is never a file to go looking for.
+    known = preset_names()
+    if name not in known:
+        raise UnknownNameError(kind, name, known)
+    return yaml.safe_load((PRESETS / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
 def eval_preset(name: str) -> dict[str, Any]:

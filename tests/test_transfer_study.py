@@ -147,4 +147,6 @@ def test_the_engine_scores_only_a_prompt_records_answer(tiny_study):
     scored = [t for t in a.labels if t != -100]
     assert tokenizer.decode(scored[:-1]).strip() == "Ada" and a.prompt_length > b.prompt_length
     # A refusal follows the laid-out prompt.
-    assert tokenizer.decode(items[0].refusal.input_ids).startswith("Question: Who?\nAnswer: It was")
+    assert tokenizer.decode(items[0].refusal.input_ids, skip_special_tokens=True).startswith(
+        "Question: Who?\nAnswer: It was"
+    )

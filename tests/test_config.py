@@ -123,7 +123,9 @@ def test_a_method_option_list_is_the_methods_to_check():
         "study.attacks",
         "study.methods",
         "study.seeds",
+        "study.sequence",
         "study.splits",
+        "study.unlearn_formats",
     ]
 
 

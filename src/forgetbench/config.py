@@ -27,6 +27,11 @@ MODEL_SIZES = ("auto", *SCALES, "125m", "1b", "8b")
 FORGET_SPLITS = ("forget01", "forget05", "forget10")
 RETAIN_SPLITS = ("retain99", "retain95", "retain90")
 SPLITS = ("full", *FORGET_SPLITS, *RETAIN_SPLITS)
+# The miniature's instance-level forget splits (single questions over many authors, nested like
+# TOFU's): a sequence of requests may run on them where the author splits coincide (tiny scale).
+INSTANCE_SPLITS = tuple(f"{s}_instances" for s in FORGET_SPLITS)
+# The formats a forget set can be unlearned in (`study.unlearn_formats`): qa is TOFU's own.
+UNLEARN_FORMATS = ("qa", "cloze", "mcqa", "analogy", "comprehension")
 BENCHMARKS = ("mini", "tofu", "lume")
 
 
@@ -302,6 +307,24 @@ class MethodSettings(_Section):
     options: dict[str, Any] = Field(default_factory=dict, description="the method's options")
 
 
+def _nested_sequence(splits: list[str]) -> list[str]:
+    # Requests are the differences of nested splits, so the order is the nesting order and one
+    # kind of split throughout (author splits, or the instance splits).
+    for kind in (FORGET_SPLITS, INSTANCE_SPLITS):
+        if all(s in kind for s in splits):
+            if [kind.index(s) for s in splits] != sorted({kind.index(s) for s in splits}):
+                raise PydanticCustomError(
+                    "sequence_order",
+                    "lists nested forget splits, smallest first, each once (e.g. [forget01, "
+                    "forget05, forget10])",
+                )
+            return splits
+    raise PydanticCustomError(
+        "sequence_kind",
+        "mixes author and instance splits: use forget01/05/10 or forget01/05/10_instances",
+    )
+
+
 class StudyConfig(_Section):
     """What `forgetbench run` covers: every method on every split, each evaluated along its
     trajectory (one snapshot per epoch by default)."""
@@ -354,6 +377,24 @@ class StudyConfig(_Section):
         default_factory=dict,
         description="per-method lr, epochs and options over unlearn.* and method.*, e.g. "
         "{npo: {lr: 1.0e-3, options: {beta: 0.2}}} (forgetbench sweep writes these)",
+    )
+    # Off by default: each extra format is one more unlearning run and full evaluation per method
+    # and split (docs/transfer.md).
+    unlearn_formats: list[Literal[UNLEARN_FORMATS]] = Field(  # type: ignore[valid-type]
+        ["qa"],
+        min_length=1,
+        description="formats the forget (and retain) set is unlearned in, each evaluated in every "
+        "format: the cross-format matrix (qa = TOFU's; cloze, mcqa, analogy, comprehension need "
+        "the miniature's formats/)",
+    )
+    sequence: Annotated[
+        list[Literal[(*FORGET_SPLITS, *INSTANCE_SPLITS)]],  # type: ignore[valid-type]
+        AfterValidator(_nested_sequence),
+    ] = Field(
+        default_factory=list,
+        description="unlearning requests one after another on the same model: nested splits, "
+        "each request the next one's new questions, e.g. [forget01, forget05, forget10]; "
+        "[] = none",
     )
     # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
     # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,

@@ -25,6 +25,17 @@ class QARecord:
 
 
 @dataclass(frozen=True)
+class PromptRecord:
+    """A training text already laid out by its format: `prompt` (masked) then `answer` (the
+    scored continuation, answer tag included), as a format's evaluation scores it. The unlearning
+    engine takes it where it takes a `QARecord`, to unlearn a forget set presented in another
+    format (cloze span, option letter, ...); a refusal replaces `answer` after the same prompt."""
+
+    prompt: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class MCRecord:
     """A multiple-choice question: `label` indexes the right entry of `options`."""
 

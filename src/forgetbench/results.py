@@ -144,6 +144,11 @@ class Results(BaseModel):
     examples: list[Example] = []
     # Split -> the split with the same data whose computation its rows report (the tiny scale).
     same_data: dict[str, str] = {}
+    # study.unlearn_formats: each method's final model per unlearning format (`unlearn_format`);
+    # study.sequence: each request's model, the one-shot runs and the references (`mode`,
+    # `request`). Kept apart from `rows`, which hold one run per method and split.
+    cross_format: list[Row] = []
+    sequence: list[Row] = []
 
     def dump(self) -> dict[str, Any]:
         """The JSON object to write: only the keys that were given, in their order."""

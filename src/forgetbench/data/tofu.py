@@ -36,6 +36,11 @@ SPLITS = (
     "retain_perturbed",
     "real_authors_perturbed",
     "world_facts_perturbed",
+    # The miniature's instance-level splits (single questions over many authors), nested like
+    # the author splits: a sequence of unlearning requests runs on them at the tiny scale.
+    *(f"forget{n}_instances" for n in ("01", "05", "10")),
+    *(f"retain{n}_instances" for n in ("99", "95", "90")),
+    *(f"forget{n}_instances_perturbed" for n in ("01", "05", "10")),
 )
 # Eval sets whose perturbed answers the truth ratio needs; "answer-only" ones reuse the answer
 # as the paraphrase, as TOFU's evaluation code does for Real Authors / World Facts.
@@ -44,6 +49,7 @@ _NEEDS_PARAPHRASE = {
     "forget05_perturbed",
     "forget10_perturbed",
     "retain_perturbed",
+    *(f"forget{n}_instances_perturbed" for n in ("01", "05", "10")),
 }
 _NEEDS_PERTURBED = _NEEDS_PARAPHRASE | {"real_authors_perturbed", "world_facts_perturbed"}
 

@@ -138,6 +138,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         findings=check_findings(rows),
         findings_rules=list(findings_rules().items()),
         meta=_meta_eval(meta),
+        transfer=_transfer(results),
     )
 
 
@@ -149,6 +150,23 @@ def _identical(rows: Sequence[Any], same: Mapping[str, str]) -> list[dict[str, A
         {"shown": shown, "others": [s for s in order if same.get(s) == shown]}
         for shown in dict.fromkeys(same.values())
     ]
+
+
+def _transfer(results: Results) -> dict[str, Any] | None:
+    """The cross-format and sequence sections (report/transfer.py), None without their rows."""
+    from forgetbench.report.transfer import transfer_sections
+
+    def plain(rows: Sequence[Any]) -> list[dict[str, Any]]:
+        return [row.model_dump() for row in rows]
+
+    found = transfer_sections(plain(results.rows), plain(results.cross_format),
+                              plain(results.sequence))  # fmt: skip
+    if found is None:
+        return None
+    # The one value not escaped besides the page's other plots: matplotlib's own SVG.
+    for item in [*found["matrices"], *found["sequences"]]:
+        item["svg"] = Markup(item["svg"])
+    return found
 
 
 def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:

@@ -375,12 +375,15 @@ def resolve(
     command: str = "run",
     with_shadows: bool = True,
     mini: Miniature | None = None,
+    retain_only: Iterable[str] = (),
 ) -> tuple[Study, dict[str, float]]:
     """The study's models: the miniature's (trained or reused in `out`, with a retain model per
     forget split in `forget_splits`, and its shadow models unless `with_shadows` is off: only
     the shadow attacks of an evaluation read them) or the given model and data. Returns the study
     and the wall time of each stage this run. `mini`: the caller's `miniature(config, out)`, when
-    it already read the miniature's data (its stages' times are then this run's too)."""
+    it already read the miniature's data (its stages' times are then this run's too).
+    `retain_only`: more forget splits that need their retain model and no shadow models (a
+    sequence of requests' unions)."""
     from forgetbench.study.unlearn import retain_split_for
 
     if is_miniature(config, model, data):
@@ -394,6 +397,8 @@ def resolve(
         splits = list(forget_splits)
         stages: dict[str, Any] = {"finetune": "full"}
         stages.update({f"retain_{s}": retain_split_for(s) for s in splits})
+        more = [s for s in retain_only if s not in splits]
+        stages.update({f"retain_{s}": retain_split_for(s) for s in more})
         shadows = config.eval.mia_shadows if config.eval.mia and with_shadows else 0
         tofu = mini.data / "tofu"
         pools = {s: shadow_pool(tofu, s) for s in splits} if shadows else {}
@@ -422,7 +427,7 @@ def resolve(
             ]
         study = mini.study(
             trained["finetune"].model_dir,
-            {split: trained[f"retain_{split}"].model_dir for split in splits},
+            {split: trained[f"retain_{split}"].model_dir for split in [*splits, *more]},
             shadows=shadow_files,
         )
         return study, mini.timings

@@ -290,10 +290,22 @@ def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
 
 
 def unlearn_split(
-    study: Study, config: RunConfig, out: Path, split: str, name: str, seed: int | None = None
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    *,
+    fmt: str = "qa",
+    after: tuple[str, Path] | None = None,
 ) -> tuple[Any, Any]:  # UnlearnResult, LoopConfig
     """One method's unlearning run on one split (at `seed`, with its `study.method_settings`): a
-    cached stage, shared by the study's trajectory and the meta-evaluation's attacked models."""
+    cached stage, shared by the study's trajectory, the meta-evaluation's attacked models, the
+    cross-format matrix and the sequences of requests. `fmt` other than qa presents the forget
+    and retain sets as that format's training texts (study/transfer.py); `after` = (previous
+    split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
+    model and forgets only the questions `split` adds to the previous one."""
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
@@ -309,11 +321,30 @@ def unlearn_split(
     tofu = tofu_root(study.data)
     loop, options = study.unlearn_defaults(name)
     loop, method = resolve_method(config, name, loop, options)
+    forget: list[Any] = forget_records(tofu, split, method)
+    retain: list[Any] = load_tofu(tofu, retain_split_for(split))
+    start, label = study.finetuned, split
+    if fmt != "qa":
+        from forgetbench.modeling import load_tokenizer
+        from forgetbench.study.transfer import format_texts, split_authors
+
+        tokenizer = load_tokenizer(
+            study.finetuned, trust_remote_code=config.model.trust_remote_code
+        )
+        forget = format_texts(
+            study.data, fmt, "forget", study.template, tokenizer,
+            authors=split_authors(tofu, split),
+        )  # fmt: skip
+        retain = format_texts(study.data, fmt, "retain", study.template, tokenizer)
+        label = f"{split}-{fmt}"
+    if after is not None:
+        earlier = {r.question for r in load_tofu(tofu, after[0])}
+        forget = [r for r in forget if r.question not in earlier]
+        start, label = after[1], f"{split}-after-{after[0]}"
     result = run_unlearning(
-        out, model_dir=study.finetuned, forget=forget_records(tofu, split, method),
-        retain=load_tofu(tofu, retain_split_for(split)), method=method, config=loop,
+        out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,
         template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
-        split=split, max_length=study.max_length,
+        split=label, max_length=study.max_length,
         snapshot_every=config.unlearn.snapshot_every, progress=False,
         trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
     )  # fmt: skip
@@ -386,17 +417,46 @@ def run_study(
             config = config.model_copy(
                 update={"study": config.study.model_copy(update={"splits": computed})}
             )
+        sequence = config.study.sequence
+        if sequence and not is_miniature(config, model, data):
+            raise ConfigError(
+                "study.sequence needs a retain model for each union of requests, which the "
+                "built-in miniature trains",
+                "drop study.sequence, or run the built-in study (no --model, --data or "
+                "--benchmark)",
+            )
         study, timings = resolve(
             config, out, model=model, data=data, progress=progress,
-            forget_splits=config.study.splits, pool=pool, mini=mini,
+            forget_splits=config.study.splits, pool=pool, mini=mini, retain_only=sequence,
         )  # fmt: skip
         if mini is not None:
             peak_gpu.update(mini.peak_gpu_mib)
+        if config.study.unlearn_formats != ["qa"]:
+            from forgetbench.study.transfer import check_formats
+
+            check_formats(config.study.unlearn_formats, study.data, config.study.methods)
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress,
             peak_gpu=peak_gpu,
         )  # fmt: skip
+        # The cross-format matrix and the sequences run after the study's own jobs: a run they
+        # share with it (qa, one-shot) is then read from its cache, never trained twice at once.
+        extra: dict[str, Any] = {}
+        if config.study.unlearn_formats != ["qa"]:
+            from forgetbench.study.transfer import cross_format_rows
+
+            cross = cross_format_rows(
+                study, config, out, pool, timings, rows, retain_logs=retain_logs,
+                progress=progress,
+            )  # fmt: skip
+            extra["cross_format"] = _reported_under(reported.study.splits, same, cross, [])[0]
+        if sequence:
+            from forgetbench.study.sequence import sequence_rows
+
+            extra["sequence"] = sequence_rows(
+                study, config, out, pool, timings, retain_logs=retain_logs, progress=progress
+            )
         rows, examples = _reported_under(reported.study.splits, same, rows, examples)
         rows = _logs_under_own_names(out, same, rows)
         if config.study.meta_eval:
@@ -413,9 +473,7 @@ def run_study(
     if config.study.seeds:
         from forgetbench.report.tables import leaderboard, seed_summary
 
-        extra = {"seed_intervals": seed_summary(rows, leaderboard(rows))}
-    else:
-        extra = {}
+        extra["seed_intervals"] = seed_summary(rows, leaderboard(rows))
     results = {
         "forgetbench_version": __version__,
         "git_sha": _git_sha(),
@@ -425,7 +483,7 @@ def run_study(
         "scale": config.scale if model is None else None,
         "model": str(model or study.finetuned),
         "workers": workers,
-        "config": reported.model_dump(),
+        "config": _dumped(reported),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
         # Peak GPU memory of each training stage, in MiB (on the CPU there is none to report).
@@ -437,6 +495,18 @@ def run_study(
     }
     write_results(out, results)
     return results
+
+
+def _dumped(config: RunConfig) -> dict[str, Any]:
+    """The config as results.json records it. The cross-format and sequence options appear only
+    when set: a study without them writes the results.json it wrote before they existed."""
+    dumped = config.model_dump()
+    study = dumped["study"]
+    if study["unlearn_formats"] == ["qa"]:
+        del study["unlearn_formats"]
+    if not study["sequence"]:
+        del study["sequence"]
+    return dumped
 
 
 def _reported_under(

@@ -24,13 +24,14 @@ FORGET_SPLITS = ("forget01", "forget05", "forget10")
 
 
 def retain_split_for(split: str) -> str:
-    match = re.fullmatch(r"forget(\d\d)", split)
-    if match is None or split not in FORGET_SPLITS:
+    """forgetNN -> retain(100-NN); the miniature's forgetNN_instances -> retain(100-NN)_instances."""
+    match = re.fullmatch(r"forget(\d\d)(_instances)?", split)
+    if match is None or split.removesuffix("_instances") not in FORGET_SPLITS:
         raise ConfigError(
             f"unlearning split '{split}' is not a forget split",
             f"use one of {', '.join(FORGET_SPLITS)}",
         )
-    return f"retain{100 - int(match.group(1))}"
+    return f"retain{100 - int(match.group(1))}{match.group(2) or ''}"
 
 
 def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[QARecord]:

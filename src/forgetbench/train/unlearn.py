@@ -54,7 +54,7 @@ from forgetbench.modeling import (
     merge_lora,
     save_model,
 )
-from forgetbench.records import QARecord
+from forgetbench.records import PromptRecord, QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
@@ -67,6 +67,9 @@ _FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden", "ref_forget_lo
 # Answer kinds the engine encodes per item and scores once under the start model when asked.
 _SCORED_KINDS = ("forget", "refusal", "alternate")
 ALTERNATE_FIELDS = frozenset({"alternate_logps", "alternate_mask", "ref_alternate_logps"})
+# What the engine trains on: a question and answer the template lays out, or a text laid out by
+# its format already.
+TrainingRecord = QARecord | PromptRecord
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,8 @@ def draw_alternates(counts: Sequence[int], *, seed: int, epoch: int) -> list[int
 
 
 def build_items(
-    forget: Sequence[QARecord],
-    retain: Sequence[QARecord],
+    forget: Sequence[TrainingRecord],
+    retain: Sequence[TrainingRecord],
     tokenizer: Any,
     template: PromptTemplate,
     *,
@@ -130,15 +133,18 @@ def build_items(
     and refusals from `draw_pairings`, and with `alternates` an alternate answer from
     `draw_alternates`). Each distinct text is encoded once and shared."""
 
-    def encode(question: str, answer: str) -> Encoded:
-        return encode_prompt_answer(
-            tokenizer,
-            template.prompt(question, tokenizer),
-            template.answer(answer),
-            max_length=max_length,
-        )
+    def encode(record: TrainingRecord, answer: str | None = None) -> Encoded:
+        """`record` laid out by the template (a `PromptRecord` is laid out already), with
+        `answer` (a refusal, an alternate) in place of its own."""
+        if isinstance(record, PromptRecord):
+            prompt = record.prompt
+            text = record.answer if answer is None else template.answer(answer)
+        else:
+            prompt = template.prompt(record.question, tokenizer)
+            text = template.answer(record.answer if answer is None else answer)
+        return encode_prompt_answer(tokenizer, prompt, text, max_length=max_length)
 
-    forget_encoded = [encode(f.question, f.answer) for f in forget]
+    forget_encoded = [encode(f) for f in forget]
     retain_encoded: dict[int, Encoded] = {}
     refusal_encoded: dict[tuple[int, int], Encoded] = {}
     alternate_encoded: dict[tuple[int, int], Encoded] = {}
@@ -155,11 +161,13 @@ def build_items(
         items = []
         for i, (r, k, a) in enumerate(zip(partners, answers, picks, strict=True)):
             if r not in retain_encoded:
-                retain_encoded[r] = encode(retain[r].question, retain[r].answer)
+                retain_encoded[r] = encode(retain[r])
             if (i, k) not in refusal_encoded:
-                refusal_encoded[i, k] = encode(forget[i].question, refusals[k])
+                refusal_encoded[i, k] = encode(forget[i], refusals[k])
             if a is not None and (i, a) not in alternate_encoded:
-                alternate_encoded[i, a] = encode(forget[i].question, forget[i].perturbed_answers[a])
+                record = forget[i]
+                assert isinstance(record, QARecord)  # run_unlearning checked the alternates
+                alternate_encoded[i, a] = encode(record, record.perturbed_answers[a])
             items.append(
                 UnlearnItem(
                     forget_encoded[i],
@@ -427,8 +435,8 @@ def run_unlearning(
     run_dir: str | Path,
     *,
     model_dir: str | Path,
-    forget: Sequence[QARecord],
-    retain: Sequence[QARecord],
+    forget: Sequence[TrainingRecord],
+    retain: Sequence[TrainingRecord],
     method: UnlearnMethod,
     config: LoopConfig,
     template: PromptTemplate,
@@ -447,7 +455,11 @@ def run_unlearning(
     needs = set(method.required_inputs())
     alternates = bool(needs & ALTERNATE_FIELDS)
     if alternates:
-        lacking = [f.index for f in forget if not f.perturbed_answers]
+        lacking = [
+            f.index if isinstance(f, QARecord) else i
+            for i, f in enumerate(forget)
+            if not getattr(f, "perturbed_answers", ())
+        ]
         if lacking:
             raise DataError(
                 f"{method.name} trains toward alternate answers, but {len(lacking)} of the "

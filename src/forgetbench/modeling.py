@@ -494,6 +494,14 @@ def save_model(model: object, tokenizer: object, path: str | Path) -> Path:
     return path
 
 
+def model_context(model: object) -> int | None:
+    """The longest sequence the model (or its config) has positions for
+    (`max_position_embeddings`; GPT-2's `n_positions` maps to it), or None when it does not say."""
+    config = getattr(model, "config", model)
+    context = getattr(config, "max_position_embeddings", None)
+    return context if isinstance(context, int) and context > 0 else None
+
+
 def forward_logits(model: object, batch: dict[str, Tensor]) -> Tensor:
     """(B, T, V) next-token logits. The single place training code runs the model; the batch
     goes to the model's device first (a frozen reference model reads the same batch)."""

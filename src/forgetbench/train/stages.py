@@ -36,6 +36,7 @@ from forgetbench.modeling import (
     forward_logits,
     load_model,
     merge_lora,
+    model_context,
     resolve_template,
     save_model,
 )
@@ -241,7 +242,14 @@ def finetune_split(
     records = load_tofu(data, split)
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     template = resolve_template(config.model.template, tokenizer, model)
-    examples = encode_qa(records, tokenizer, template, max_length=config.train.max_length)
+    # A text longer than the model's positions would index past its position embeddings.
+    from transformers import AutoConfig
+
+    context = model_context(
+        AutoConfig.from_pretrained(model, trust_remote_code=config.model.trust_remote_code)
+    )
+    max_length = min(config.train.max_length, context or config.train.max_length)
+    examples = encode_qa(records, tokenizer, template, max_length=max_length)
     lora = (
         {"rank": config.train.lora_rank, "alpha": config.train.lora_alpha}
         if config.train.lora

@@ -31,7 +31,8 @@ def greedy_generate(
     which matches the text however the tokenizer splits it; the string is cut from the output). Padding uses the
     real pad token, never EOS. A prompt longer than the model's context minus `max_new_tokens`
     keeps its last tokens (LUME's documents can exceed a small model's context; the end of the
-    text is what the continuation depends on).
+    text is what the continuation depends on); a context no longer than `max_new_tokens` gives
+    half of it to the answer.
     """
     from forgetbench.modeling import adds_bos
 
@@ -40,6 +41,10 @@ def greedy_generate(
     pad = tokenizer.pad_token_id
     stops = {"stop_strings": [s for s in stop_strings if s], "tokenizer": tokenizer}
     context = getattr(model.config, "max_position_embeddings", None)
+    if context and max_new_tokens >= context:
+        # A context shorter than the answer asked for: half for the prompt's end, half for the
+        # answer (any more would index past the model's positions).
+        max_new_tokens = max(1, context // 2)
     room = context - max_new_tokens if context else None
     limit = {"truncation": True, "max_length": room} if room and room > 0 else {}
     previous_side = tokenizer.truncation_side

@@ -18,6 +18,7 @@ from forgetbench.eval.outputs.statistics import (
     token_statistics,
     with_cache,
 )
+from forgetbench.modeling import model_context
 
 
 def prompt_too_long(prompt: str, tokens: int, max_length: int) -> DataError:
@@ -195,10 +196,16 @@ def _score_chunk(
         mask[row, : len(a)] = True
     ids, mask = ids.to(device), mask.to(device)
     lengths = prompt_mask.sum(-1)[owner]  # (R,) real prompt tokens
+    positions = lengths[:, None] + torch.arange(length, device=device)[None, :]
+    # A short answer's padding after a long prompt may count past the context; its positions are
+    # masked, but learned position embeddings still index them.
+    context = model_context(model)
+    if context is not None:
+        positions = positions.clamp_max(context - 1)
     logits = model(
         input_ids=ids,
         attention_mask=torch.cat([prompt_mask[owner], mask.long()], dim=1),
-        position_ids=lengths[:, None] + torch.arange(length, device=device)[None, :],
+        position_ids=positions,
         **with_cache(model, cache),
         use_cache=True,
     ).logits

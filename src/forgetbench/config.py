@@ -25,6 +25,17 @@ SCALES = ("tiny", "small", "full")
 MODEL_SIZES = ("auto", *SCALES, "125m", "1b", "8b")
 # TOFU's splits (the miniature has the same): a forget split, its complement, and `full` = both.
 FORGET_SPLITS = ("forget01", "forget05", "forget10")
+# Joshi et al. (2024)'s data-transformation formats, in their order: what the miniature generates,
+# the evaluation scores and the report draws.
+FORMATS = (
+    "mcqa",
+    "cloze",
+    "analogy_qa",
+    "analogy_mcqa",
+    "odd_one_out",
+    "comprehension_qa",
+    "comprehension_mcqa",
+)
 RETAIN_SPLITS = ("retain99", "retain95", "retain90")
 SPLITS = ("full", *FORGET_SPLITS, *RETAIN_SPLITS)
 # The miniature's instance-level forget splits (single questions over many authors, nested like

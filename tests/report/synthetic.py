@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forgetbench.report.plots import FORMATS, MIA_ATTACKS, SETS, SUBSCORES
+from forgetbench.config import FORMATS
+from forgetbench.report.plots import MIA_ATTACKS, SETS, SUBSCORES
 
 SPLITS = ("forget01", "forget10")
 METHODS = ("grad_ascent", "npo", "idk")

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from forgetbench.config import FORMATS
 from forgetbench.report.tables import (
     REFERENCE_METHODS,
     UTILITY_RATIO,
@@ -39,16 +40,7 @@ SETS = (
     ("world_facts", "World Facts"),
 )
 SUBSCORES = (("rougeL", "ROUGE-L"), ("probability", "Probability"), ("truth_ratio", "Truth ratio"))
-# Joshi et al. (2024)'s formats, in their order; formats we do not know are drawn after these.
-FORMATS = (
-    "mcqa",
-    "cloze",
-    "analogy_qa",
-    "analogy_mcqa",
-    "odd_one_out",
-    "comprehension_qa",
-    "comprehension_mcqa",
-)
+# Formats we do not know are drawn after config.FORMATS.
 MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus", "reference", "lira", "rmia")
 # `mia/<name>` keys that are counts, not attacks' AUCs.
 MIA_COUNTS = ("members", "nonmembers")

@@ -64,10 +64,8 @@ def load_retain_logs(config: RunConfig, study: Study) -> dict[str, EvalLog]:
 
     logs: dict[str, EvalLog] = {}
     for split, path in config.study.retain_logs.items():
-        if split not in ("forget01", "forget05", "forget10"):
-            raise UnknownNameError(
-                "split in study.retain_logs", split, ("forget01", "forget05", "forget10")
-            )
+        if split not in FORGET_SPLITS:
+            raise UnknownNameError("split in study.retain_logs", split, FORGET_SPLITS)
         if split not in config.study.splits or split in study.retain:
             continue
         log = read_eval_log(path)

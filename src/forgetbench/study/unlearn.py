@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from forgetbench.config import RunConfig
+from forgetbench.config import FORGET_SPLITS, RunConfig
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.runner import tofu_root
@@ -19,8 +19,6 @@ from forgetbench.records import QARecord
 from forgetbench.study.resolve import resolve
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.unlearn import ALTERNATE_FIELDS, UnlearnResult, run_unlearning
-
-FORGET_SPLITS = ("forget01", "forget05", "forget10")
 
 
 def retain_split_for(split: str) -> str:

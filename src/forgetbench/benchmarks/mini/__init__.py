@@ -7,7 +7,6 @@ PII biographies, and a pretraining corpus; `mini_stats(out)` counts what is ther
 LLM: only `random.Random(seed)` and the hand-written tables in `tables/`. See docs/mini.md.
 """
 
-from forgetbench.benchmarks.mini.formats import FORMATS
 from forgetbench.benchmarks.mini.generate import (
     GENERATOR_VERSION,
     build_files,
@@ -16,6 +15,7 @@ from forgetbench.benchmarks.mini.generate import (
 )
 from forgetbench.benchmarks.mini.read import load_format, mini_stats
 from forgetbench.benchmarks.mini.scales import SCALES, Scale, get_scale
+from forgetbench.config import FORMATS
 
 __all__ = [
     "FORMATS",

@@ -29,15 +29,6 @@ from forgetbench.benchmarks.mini.relations import RELATION_NAMES
 from forgetbench.benchmarks.mini.world import QAItem, World
 
 Rows = list[dict[str, Any]]
-FORMATS = (
-    "mcqa",
-    "cloze",
-    "analogy_qa",
-    "analogy_mcqa",
-    "odd_one_out",
-    "comprehension_qa",
-    "comprehension_mcqa",
-)
 MC_FORMATS = ("mcqa", "analogy_mcqa", "odd_one_out", "comprehension_mcqa")
 SIDES = ("forget", "retain")
 OPTION_COUNTS = (2, 3, 4)

@@ -11,8 +11,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from forgetbench.benchmarks.mini.formats import FORMATS, MC_FORMATS, SIDES
+from forgetbench.benchmarks.mini.formats import MC_FORMATS, SIDES
 from forgetbench.benchmarks.mini.generate import read_manifest
+from forgetbench.config import FORMATS
 from forgetbench.data.lume import load_lume
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError, UnknownNameError

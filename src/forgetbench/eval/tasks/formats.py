@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from forgetbench.benchmarks.mini.formats import FORMATS, MC_FORMATS, SIDES
+from forgetbench.benchmarks.mini.formats import MC_FORMATS, SIDES
 from forgetbench.benchmarks.mini.read import load_format
+from forgetbench.config import FORMATS
 from forgetbench.eval.requests import UNSET_SCORED_LENGTH, Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
 from forgetbench.metrics import aggregate

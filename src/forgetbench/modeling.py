@@ -502,6 +502,18 @@ def model_context(model: object) -> int | None:
     return context if isinstance(context, int) and context > 0 else None
 
 
+def position_limit(model: object) -> int | None:
+    """The size of the model's learned table of absolute positions (GPT-2's `wpe`, OPT's and
+    BART's `embed_positions`), past which a sequence indexes out of it; None for rotary or ALiBi
+    models (Llama, Mistral, Qwen, the built-in one), which have no table to run off."""
+    for name, module in getattr(model, "named_modules", lambda: ())():
+        leaf = name.rsplit(".", 1)[-1]
+        if isinstance(module, torch.nn.Embedding) and leaf in ("wpe", "embed_positions"):
+            offset = getattr(module, "offset", 0)  # OPT keeps two extra rows at the front
+            return module.num_embeddings - offset
+    return None
+
+
 def forward_logits(model: object, batch: dict[str, Tensor]) -> Tensor:
     """(B, T, V) next-token logits. The single place training code runs the model; the batch
     goes to the model's device first (a frozen reference model reads the same batch)."""

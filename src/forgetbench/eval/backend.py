@@ -24,7 +24,7 @@ from forgetbench.eval.outputs import (
     score_candidates,
 )
 from forgetbench.eval.requests import Generate, Request, Response, Score
-from forgetbench.modeling import model_context
+from forgetbench.modeling import model_context, position_limit
 
 R = TypeVar("R", Score, Generate)
 AUTO_FIRST_GPU_BATCH = 256  # `eval.batch_size=auto` tries this first on a GPU, then halves
@@ -68,12 +68,12 @@ def _by_options(requests: Sequence[R], options: Callable[[R], Hashable]) -> dict
 
 def _max_length(model: Any, max_length: int | None) -> int:
     # None asks for whole documents: up to the model's context, 4096 when its config is silent.
-    # A longer limit is cut to the context: positions past it do not exist (an index error for
-    # learned position embeddings), and every text that fits is scored as before.
-    context = model_context(model)
+    # A model with a learned table of positions cannot be shown more than it holds (an index
+    # error past it); every text that fits, and every rotary model, is scored as before.
+    limit = position_limit(model)
     if max_length is None:
-        return context or 4096
-    return min(max_length, context) if context is not None else max_length
+        return model_context(model) or 4096
+    return min(max_length, limit) if limit is not None else max_length
 
 
 class FastBackend:

@@ -22,7 +22,7 @@ from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.io import atomic_write_json, read_json, set_aside
 from forgetbench.metrics import mia as mia_metrics
 from forgetbench.metrics.info import METRICS
-from forgetbench.modeling import model_context
+from forgetbench.modeling import model_context, position_limit
 
 AGGREGATED_NAME = "eval_log_aggregated.json"  # TOFU's file name, so its tooling reads ours
 EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have
@@ -97,7 +97,7 @@ def scored_length(model: Any, options: EvalConfig, train_max_length: int) -> int
     """The evaluation's tokens per scored prompt+answer (`EvalConfig.scored_length`), refused
     past the model's context when asked for: positions it never learned give numbers that mean
     nothing, or an index error for learned position embeddings. The default (train.max_length)
-    is cut to the context instead: a model cannot be shown more."""
+    is cut to a learned position table's size instead: such a model cannot be shown more."""
     length = options.scored_length(train_max_length)
     context = model_context(model)
     if options.max_length is not None and context is not None and length > context:
@@ -105,7 +105,8 @@ def scored_length(model: Any, options: EvalConfig, train_max_length: int) -> int
             f"eval.max_length={length} is longer than the model's context ({context} tokens)",
             f"set eval.max_length to at most {context}",
         )
-    return min(length, context) if context is not None else length
+    limit = position_limit(model)
+    return min(length, limit) if limit is not None else length
 
 
 def evaluate_model(

@@ -15,7 +15,7 @@ import json
 import shutil
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from forgetbench.modeling import (
     forward_logits,
     load_model,
     merge_lora,
-    model_context,
+    position_limit,
     resolve_template,
     save_model,
 )
@@ -160,6 +160,11 @@ def run_stage(
             model = place_model(model, dtype=precision().dtype)
         else:
             model, tokenizer = load_model(parent, trust_remote_code=trust_remote_code)
+        limit = position_limit(model)
+        if limit is not None:  # a text longer than a learned position table would index past it
+            examples = [
+                replace(e, input_ids=e.input_ids[:limit], labels=e.labels[:limit]) for e in examples
+            ]
         if lora:
             model = apply_lora(model, **lora)
 
@@ -242,14 +247,7 @@ def finetune_split(
     records = load_tofu(data, split)
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     template = resolve_template(config.model.template, tokenizer, model)
-    # A text longer than the model's positions would index past its position embeddings.
-    from transformers import AutoConfig
-
-    context = model_context(
-        AutoConfig.from_pretrained(model, trust_remote_code=config.model.trust_remote_code)
-    )
-    max_length = min(config.train.max_length, context or config.train.max_length)
-    examples = encode_qa(records, tokenizer, template, max_length=max_length)
+    examples = encode_qa(records, tokenizer, template, max_length=config.train.max_length)
     lora = (
         {"rank": config.train.lora_rank, "alpha": config.train.lora_alpha}
         if config.train.lora

@@ -52,7 +52,7 @@ from forgetbench.modeling import (
     is_lora,
     load_model,
     merge_lora,
-    model_context,
+    position_limit,
     save_model,
 )
 from forgetbench.records import PromptRecord, QARecord
@@ -468,8 +468,8 @@ def run_unlearning(
                 f"give the forget records perturbed answers (TOFU's {split}_perturbed split)",
             )
     model, tokenizer = load_model(model_dir, trust_remote_code=trust_remote_code)
-    # A text longer than the model's positions would index past its position embeddings.
-    max_length = min(max_length, model_context(model) or max_length)
+    # A text longer than a learned position table would index past it.
+    max_length = min(max_length, position_limit(model) or max_length)
     plan = build_items(
         forget,
         retain,

@@ -18,7 +18,7 @@ from forgetbench.eval.outputs.statistics import (
     token_statistics,
     with_cache,
 )
-from forgetbench.modeling import model_context
+from forgetbench.modeling import position_limit
 
 
 def prompt_too_long(prompt: str, tokens: int, max_length: int) -> DataError:
@@ -197,11 +197,11 @@ def _score_chunk(
     ids, mask = ids.to(device), mask.to(device)
     lengths = prompt_mask.sum(-1)[owner]  # (R,) real prompt tokens
     positions = lengths[:, None] + torch.arange(length, device=device)[None, :]
-    # A short answer's padding after a long prompt may count past the context; its positions are
-    # masked, but learned position embeddings still index them.
-    context = model_context(model)
-    if context is not None:
-        positions = positions.clamp_max(context - 1)
+    # A short answer's padding after a long prompt may count past a learned position table; its
+    # positions are masked, but the table is still indexed with them.
+    limit = position_limit(model)
+    if limit is not None:
+        positions = positions.clamp_max(limit - 1)
     logits = model(
         input_ids=ids,
         attention_mask=torch.cat([prompt_mask[owner], mask.long()], dim=1),

@@ -34,11 +34,73 @@ def quiet_transformers() -> None:
     logging.disable_progress_bar()
 
 
-def _init_worker(threads: int) -> None:
+# Ctrl-C reaches every process of the group, the workers too. In a worker it stops the job
+# running there (KeyboardInterrupt, whose cleanup keeps every write whole, as in the main
+# process) and no job starts after it. Without this, each worker went on with the jobs the
+# executor had already queued to it (one more than it has workers): Ctrl-C took a whole job to
+# return (18 s at tiny scale, minutes at small), and an idle worker died with a traceback,
+# breaking the pool, whose manager then terminated the others mid-cleanup.
+_stop: Any = None  # the pool's Event: set when it shuts down with jobs still queued
+_running = False
+_interrupted = False
+
+
+def _init_worker(threads: int, stop: Any) -> None:
+    import signal
+
     import torch
 
+    global _stop
+    _stop = stop
+    signal.signal(signal.SIGINT, _on_interrupt)
     torch.set_num_threads(threads)
     quiet_transformers()
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    global _interrupted
+    first = not _interrupted
+    _interrupted = True
+    # Once: a second Ctrl-C must not cut short the cleanup of the first.
+    if first and _running:
+        raise KeyboardInterrupt
+
+
+def _run_job(function: Any, *args: Any) -> Any:
+    global _running
+    if _interrupted or (_stop is not None and _stop.is_set()):
+        from concurrent.futures import CancelledError
+
+        raise CancelledError("the study stopped before this job started")
+    _running = True
+    try:
+        return function(*args)
+    finally:
+        _running = False
+
+
+class _WorkerPool:
+    """A process pool whose queued jobs never start once it shuts down or is interrupted."""
+
+    def __init__(self, workers: int, threads: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: a forked torch process can deadlock on its parent's thread pools.
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_init_worker, initargs=(threads, self._stop)
+        )
+        self.workers = workers
+
+    def submit(self, function: Any, *args: Any) -> Future:
+        return self._executor.submit(_run_job, function, *args)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if cancel_futures:
+            self._stop.set()  # the jobs handed to a worker already are out of the executor's reach
+        self._executor.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 def study_workers(config: RunConfig, model: str | None) -> int:
@@ -56,16 +118,4 @@ def study_workers(config: RunConfig, model: str | None) -> int:
 def make_pool(workers: int) -> Any:
     if workers <= 1:
         return InlinePool()
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn, not fork: a forked torch process can deadlock on its parent's thread pools.
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    pool = ProcessPoolExecutor(
-        workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(threads,),
-    )
-    pool.workers = workers  # type: ignore[attr-defined]
-    return pool
+    return _WorkerPool(workers, threads=max(1, (os.cpu_count() or 1) // workers))

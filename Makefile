@@ -8,14 +8,20 @@ SHARED ?= ../shared
 # worker so a module's trained fixture is built once). 0 runs it in this process.
 TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
+# The package alone (what the demo needs), then the development extras (tests, lint, lm-eval, Ray).
+CORE_STAMP := $(VENV)/.forgetbench-core-installed
 STAMP := $(VENV)/.forgetbench-installed
 
 .PHONY: install demo test test-study lint clean
 
-$(STAMP): pyproject.toml
+$(CORE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(CORE_STAMP)
+
+$(STAMP): $(CORE_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -31,7 +37,7 @@ LOGS := $(SHARED)/data/tofu/reference-eval-logs
 # them (FORGETBENCH_CACHE, default ~/.cache/forgetbench).
 DEMO_STUDY := run --scale tiny --splits forget10 --out runs/demo eval.mia_shadows=2
 
-demo: install
+demo: $(CORE_STAMP)
 	@test -d "$(LOGS)" || { echo "make demo: needs the TOFU reference logs at $(LOGS) (set SHARED=...)"; exit 1; }
 	HF_HUB_OFFLINE=1 $(BIN)/forgetbench compare \
 		--reference $(LOGS)/ft_epoch5_lr1e-05_llama2-7b_retain90_wd0 \

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.study]
 
 ARGS = [
     "--scale", "tiny", "--splits", "forget10", "--methods", "grad_diff",
-    "unlearn.epochs=2", "eval.max_new_tokens=32", "eval.batch_size=64", "eval.lume=false",
+    "unlearn.epochs=3", "eval.max_new_tokens=32", "eval.batch_size=64", "eval.lume=false",
     "eval.mia_shadows=0", "study.attacks=[]", "study.workers=1",
     "study.unlearn_formats=[qa,cloze]",
     # At the tiny scale forget01/05/10 are one author: the nested instance splits give two

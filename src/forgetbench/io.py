@@ -274,7 +274,9 @@ def readable_alias(out: Path, name: str, target: Path) -> Path | None:
     tmp = link.with_name(f".{name}.alias-{os.getpid()}")
     try:
         tmp.unlink(missing_ok=True)
-        tmp.symlink_to(os.path.relpath(Path(target).resolve(), Path(out).resolve()))
+        # Through the run folder's own stage link (abspath, not resolve): the alias stays inside
+        # the run folder, wherever the shared cache behind that link lives.
+        tmp.symlink_to(os.path.relpath(os.path.abspath(target), os.path.abspath(out)))
         os.replace(tmp, link)
     except OSError:
         tmp.unlink(missing_ok=True)

@@ -37,7 +37,7 @@ def test_finetune_command_trains_then_reuses(tmp_path, capsys):
     # link (the run folder can move); a real folder of that name would be left alone.
     alias = tmp_path / "run" / "finetuned"
     assert first["alias"] == str(alias) and alias.is_symlink()
-    assert not alias.readlink().is_absolute()
+    assert not alias.readlink().is_absolute() and alias.readlink().parts[0] == "models"
     assert (
         alias.resolve() == (tmp_path / "run" / first["model_dir"]).resolve()
         or alias.resolve() == __import__("pathlib").Path(first["model_dir"]).resolve()

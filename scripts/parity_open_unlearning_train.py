@@ -94,11 +94,18 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         forget, retain, tokenizer, template, refusals=load_refusals(None), seed=0,
         max_length=512, epochs=epochs, alternates=True,
     )  # fmt: skip
-    plan = with_reference_logps(
-        model, plan, pad_id=tokenizer.pad_token_id, fields=_REFERENCE_FIELDS
-    )
-    items = [item for epoch in plan for item in epoch]
-    return {"model": model, "tokenizer": tokenizer, "items": items, "template": template.name}
+    pad = tokenizer.pad_token_id
+    items = with_reference_logps(model, plan, pad_id=pad, fields=_REFERENCE_FIELDS)
+    state = {"model": model, "tokenizer": tokenizer, "template": template.name,
+             "items": [item for epoch in items for item in epoch]}  # fmt: skip
+    if args.reference:
+        # Another start model as the reference (the finetuned model's own pretrained parent):
+        # at a copy every log-ratio and KL is 0, which hides how a method reads its reference.
+        reference, _ = load_model(str(args.reference))
+        state["reference"] = reference.eval().requires_grad_(False)
+        items = with_reference_logps(reference, plan, pad_id=pad, fields=_REFERENCE_FIELDS)
+        state["reference_items"] = [item for epoch in items for item in epoch]
+    return state
 
 
 def preset_method(name: str, overrides: dict[str, Any] | None = None) -> tuple[Any, Any]:
@@ -122,12 +129,15 @@ def plain(batch: dict[str, Any]) -> dict[str, Any]:
 
 
 def forgetbench_losses(
-    state: dict[str, Any], methods: list[str], rmu_layers: list[int], batches: dict[str, Any]
+    state: dict[str, Any],
+    methods: list[str],
+    rmu_layers: list[int],
+    batches: dict[str, Any],
+    frozen: Any,
 ) -> dict[str, dict[str, float]]:
     from forgetbench.train.unlearn import MethodLoss
 
     model = state["model"]
-    frozen = copy.deepcopy(model).eval().requires_grad_(False)
     out: dict[str, dict[str, float]] = {}
     for name, overrides in expand(methods, rmu_layers):
         _, method = preset_method(name, overrides)
@@ -222,6 +232,7 @@ def main() -> int:
     ap.add_argument(
         "--rmu-layers", nargs="*", type=int, help="RMU's block(s); default: middle, last"
     )
+    ap.add_argument("--reference", type=Path, help="also: this model as the reference model")
     ap.add_argument("--train-methods", nargs="*", default=["grad_diff", "npo"])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=32, help="the preset's effective batch")
@@ -247,24 +258,35 @@ def main() -> int:
     from forgetbench.train.unlearn import collate_items
 
     pad = state["tokenizer"].pad_token_id
-    batches = {str(b): collate_items(state["items"][:b], pad_id=pad) for b in (1, 8)}
     report: dict[str, Any] = {"model": str(args.model), "template": state["template"]}
     status = 0
 
-    if args.methods:
+    for reference in ["copy"] + (["reference"] if args.reference else []) if args.methods else []:
+        items = state["items"] if reference == "copy" else state["reference_items"]
+        frozen = (
+            copy.deepcopy(state["model"]).eval().requires_grad_(False)
+            if reference == "copy"
+            else state["reference"]
+        )
+        batches = {str(b): collate_items(items[:b], pad_id=pad) for b in (1, 8)}
         with torch.no_grad():
-            ours = forgetbench_losses(state, args.methods, rmu_layers, batches)
+            ours = forgetbench_losses(state, args.methods, rmu_layers, batches, frozen)
         torch.save({k: plain(v) for k, v in batches.items()}, args.out / "batches.pt")
         spec = {
-            "tag": "loss", "ou_root": str(args.ou_root), "model": str(args.model.resolve()),
+            "tag": f"loss-{reference}", "ou_root": str(args.ou_root),
+            "model": str(args.model.resolve()),
+            "reference": None if reference == "copy" else str(args.reference.resolve()),
             "batches": str(args.out / "batches.pt"), "work": str(args.out / "ou-work"),
-            "result": str(args.out / "ou-loss.json"),
+            "result": str(args.out / f"ou-loss-{reference}.json"),
             "control_vector": rmu_control_vector(state["model"].config.hidden_size, seed=0).tolist(),
             "loss_cases": [ou_case(n, o) for n, o in expand(args.methods, rmu_layers)],
         }  # fmt: skip
         theirs = run_ou(args, spec)["loss"]
         print(
-            f"\n{'method':12s} {'B':>2s} {'forgetbench':>14s} {'open-unlearning':>16s} {'|diff|':>10s}"
+            f"\nreference model: {'a copy of the model' if reference == 'copy' else args.reference}"
+        )
+        print(
+            f"{'method':12s} {'B':>2s} {'forgetbench':>14s} {'open-unlearning':>16s} {'|diff|':>10s}"
         )
         rows = []
         for name, values in ours.items():
@@ -278,8 +300,10 @@ def main() -> int:
                 print(f"{name:12s} {size:>2s} {value:14.6f} {other:16.6f} {diff:10.2e}{flag}")
                 rows.append({"method": name, "B": int(size), "forgetbench": value,
                              "open_unlearning": other, "diff": diff, "known": known})  # fmt: skip
-        report["loss"] = {"rows": rows, "ou_method_args": {k: v["method_args"] for k, v in theirs.items()},
-                          "rmu_layers": rmu_layers, "blocks": layers}  # fmt: skip
+        report[f"loss_{reference}"] = {
+            "rows": rows, "ou_method_args": {k: v["method_args"] for k, v in theirs.items()},
+            "rmu_layers": rmu_layers, "blocks": layers,
+        }  # fmt: skip
 
     report["train"] = []
     for lr in args.lr or [None]:

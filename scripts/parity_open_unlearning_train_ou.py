@@ -84,15 +84,20 @@ def control_vector(trainer, spec: dict, args: dict) -> None:
 def run_loss_cases(spec: dict, registry: dict) -> dict:
     batches = torch.load(spec["batches"])
     model = load_model(spec["model"])
+    reference = load_model(spec["reference"]) if spec.get("reference") else None
     out = {}
     for case in spec["loss_cases"]:
         trainer, args = build_trainer(spec, case, model, registry[case["handler"]])
+        if reference is not None:  # in place of the trainer's deep copy of the model
+            trainer.ref_model = reference
+            if case["handler"] == "RMU":
+                trainer.ref_module = trainer._get_matching_module(reference, args["module_regex"])
         if case["handler"] == "RMU":
             control_vector(trainer, spec, args)
         values = {}
         for size, batch in batches.items():
             loss = trainer.compute_loss(model, inputs_for(case, batch))
-            values[size] = float(loss)
+            values[size] = float(loss.detach())
         out[case["name"]] = {"values": values, "method_args": args}
     return out
 

@@ -55,7 +55,7 @@ def inputs_for(case: dict, batch: dict) -> dict:
     return inputs
 
 
-def build_trainer(spec: dict, case: dict, model, cls, **training):
+def build_trainer(spec: dict, case: dict, model, cls, data: dict | None = None, **training):
     from transformers import TrainingArguments
 
     args = method_args(Path(spec["ou_root"]), case["file"])
@@ -71,7 +71,7 @@ def build_trainer(spec: dict, case: dict, model, cls, **training):
         remove_unused_columns=False,
         **training,
     )
-    return cls(model=model, args=targs, **args), args
+    return cls(model=model, args=targs, **(data or {}), **args), args
 
 
 def control_vector(trainer, spec: dict, args: dict) -> None:
@@ -127,8 +127,9 @@ def run_train_cases(spec: dict, registry: dict) -> dict:
         loop = case["loop"]
         trainer, args = build_trainer(
             spec, case, model, Recorded,
-            train_dataset=[inputs_for(case, b) for b in micro],
-            data_collator=lambda rows: rows[0],  # each row is one collated micro-batch
+            data={"train_dataset": [inputs_for(case, b) for b in micro],
+                  # each row is one collated micro-batch
+                  "data_collator": lambda rows: rows[0]},
             per_device_train_batch_size=1,
             gradient_accumulation_steps=loop["accumulation"],
             learning_rate=loop["lr"],

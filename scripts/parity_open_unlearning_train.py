@@ -283,6 +283,47 @@ def train_forgetbench(
     return result.losses, seen, loop, model
 
 
+def evaluate_both(
+    args: argparse.Namespace, tag: str, model: Any, tokenizer: Any, final: dict[str, Any]
+) -> dict[str, Any]:
+    """`forgetbench eval` (TOFU sets and MIA, as the evaluator parity) of both trained models:
+    forgetbench's, and the same architecture holding open-unlearning's final weights."""
+    from forgetbench.modeling import save_model
+
+    theirs = copy.deepcopy(model)
+    missing, unexpected = theirs.load_state_dict(final, strict=False)
+    # Only a tied output matrix may be absent from one side's state dict.
+    if unexpected or any(not k.startswith("lm_head") for k in missing):
+        raise SystemExit(f"open-unlearning's final weights do not fit: {missing} {unexpected}")
+    scores = {}
+    for who, trained in (("forgetbench", model), ("open_unlearning", theirs)):
+        folder = args.out / f"final-{tag}" / who
+        if folder.exists():
+            import shutil
+
+            shutil.rmtree(folder)
+        save_model(trained, tokenizer, folder / "model")
+        cmd = [
+            str(Path(sys.executable).parent / "forgetbench"), "eval", "--model",
+            str(folder / "model"), "--data", str(args.data), "--split", args.split,
+            "--out", str(folder / "eval"), "eval.formats=false", "eval.lume=false",
+        ]  # fmt: skip
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(args.threads)}
+        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        summary = json.loads((folder / "eval" / "summary.json").read_text())["scores"]
+        scores[who] = {k: v for k, v in summary.items() if isinstance(v, int | float)}
+    common = sorted(set(scores["forgetbench"]) & set(scores["open_unlearning"]))
+    diffs = {k: abs(scores["forgetbench"][k] - scores["open_unlearning"][k]) for k in common}
+    worst = max(diffs, key=lambda k: diffs[k])
+    print(
+        f"final evaluation: {len(common)} summary scores, max |diff| {diffs[worst]:.2e} ({worst})"
+    )
+    for k in ("forget/probability", "retain/probability", "model_utility", "forget/rougeL"):
+        if k in diffs:
+            print(f"  {k:24s} {scores['forgetbench'][k]:.6f} {scores['open_unlearning'][k]:.6f}")
+    return {"scores": scores, "max_diff": diffs[worst], "worst": worst}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, required=True, help="finetuned save_pretrained folder")
@@ -300,6 +341,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=32, help="the preset's effective batch")
     ap.add_argument("--lr", nargs="*", type=float, help="training lr(s); default: the preset's")
+    ap.add_argument("--eval", action="store_true", help="also evaluate both trained models")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--tol", type=float, default=1e-4, help="loss on one batch")
     ap.add_argument("--train-tol", type=float, default=1e-3, help="step losses")
@@ -429,6 +471,9 @@ def main() -> int:
                 f"max |diff| {worst:.2e}{' FAIL' if bad else ''}; final weights max |diff| "
                 f"{weights:.2e} (moved from the start by up to {moved:.2e})"
             )
+            if args.eval:
+                evaluation = evaluate_both(args, tag, model, state["tokenizer"], final)
+                report.setdefault("final_eval", {})[tag] = evaluation
             report["train"].append({
                 "method": name, "lr": lr_used, "steps": args.steps, "forgetbench": losses,
                 "open_unlearning": theirs["steps"], "hf_logged": theirs["hf_logged"],

@@ -25,8 +25,10 @@ CPU, so the warm-up steps are passed as its formula gives them for one device; i
 `paged_adamw_32bit` is bitsandbytes' CUDA one, so HF's `adamw_torch` runs instead (same betas, eps,
 decoupled decay); fp32 instead of bf16. The model folder is read by transformers 4.45 directly
 (only the weights and config are loaded; no tokenizer is needed as the batches are token ids).
-Exits 1 if any compared number differs by more than its tolerance, except the rows this docstring's
-KNOWN_DIFFERENCES names (OU bugs forgetbench does not copy, docs/methods.md).
+Exits 1 if any compared number differs by more than its tolerance. The loss rows KNOWN_DIFFERENCES
+names (OU bugs and positions forgetbench does not copy, docs/methods.md) must instead equal OU's
+formula written here (`as_open_unlearning`); a training run of such a method (undial, pdu) fails by
+design. Results: docs/parity.md, "Training".
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from forgetbench.metrics.meta import (
     relearning_robustness,
     robustness,
 )
-from forgetbench.report.tables import as_number, number
+from forgetbench.rows import as_number, number
 from forgetbench.study.resolve import Study
 
 # The unlearned models attacked when the config does not name methods (`--methods` or

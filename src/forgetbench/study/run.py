@@ -469,7 +469,7 @@ def run_study(
         pool.shutdown(cancel_futures=True)
     timings["total"] = time.perf_counter() - started
     if config.study.seeds:
-        from forgetbench.report.tables import leaderboard, seed_summary
+        from forgetbench.rows import leaderboard, seed_summary
 
         extra["seed_intervals"] = seed_summary(rows, leaderboard(rows))
     results = {
@@ -780,7 +780,7 @@ def results_csv(rows: list[dict[str, Any]]) -> str:
     True on the row the leaderboard chose for its split and method (every seed's, with seeds),
     False on the method's other steps, empty for the reference models. The leaderboard is then
     the rows with leaderboard == True, sorted by forget quality."""
-    from forgetbench.report.tables import REFERENCE_METHODS, chosen_steps
+    from forgetbench.rows import REFERENCE_METHODS, chosen_steps
 
     chosen = chosen_steps(rows)
     columns: list[str] = []

@@ -214,7 +214,7 @@ def select(
     Ties go to the earlier step, then the earlier trial. `trial_rows`: (method, trial) -> that
     trial's rows (any seeds). Returns method -> {trial, step, forget_quality, model_utility,
     matched, note}."""
-    from forgetbench.report.tables import UTILITY_RATIO, choose, number, seed_means
+    from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
 
     pooled: dict[str, list[dict[str, Any]]] = {}
     for (method, index), rows in trial_rows.items():
@@ -276,8 +276,9 @@ def run_sweep(
     executor: str = "process",
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Every trial on `spec.select_split` in `pool`, then sweep.json, selected.yaml and sweep.html
-    in `out`. `config` is the sweep's run config (its file without `sweep`, the flags, KEY=VALUE)."""
+    """Every trial on `spec.select_split` in `pool`, then sweep.json and selected.yaml in `out`
+    (the command draws sweep.html from the result: the study layer never imports the report).
+    `config` is the sweep's run config (its file without `sweep`, the flags, KEY=VALUE)."""
     from forgetbench.study.resolve import resolve
     from forgetbench.study.run import (
         _eval_job,
@@ -324,7 +325,7 @@ def run_sweep(
                 split, method, step, epoch, result, retain, config, out, retain_logs, seed=seed
             )
             trial_rows.setdefault((method, index), []).append({**row, "trial": index})
-    from forgetbench.report.tables import number
+    from forgetbench.rows import number
 
     finetuned = reference_rows.get("finetuned")
     utility = number(finetuned, "model_utility") if finetuned else None
@@ -360,7 +361,4 @@ def run_sweep(
         "timings": {k: round(v, 2) for k, v in timings.items()},
     }  # fmt: skip
     atomic_write_json(out / SWEEP_FILE, result)
-    from forgetbench.report.sweep import render_sweep
-
-    atomic_write_text(out / REPORT_FILE, render_sweep(result))
     return result

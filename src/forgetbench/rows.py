@@ -173,7 +173,7 @@ def _seed_rows(rows: Sequence[Row], split: str, method: str, step: int) -> list[
 def seed_interval(rows: Sequence[Row], key: str) -> dict[str, float | int] | None:
     """Mean and 95% bootstrap interval of `key` over `rows` (one per seed); forget quality on
     the log10 scale. None when no row has a value."""
-    from forgetbench.report.intervals import bootstrap_interval, log10_quality
+    from forgetbench.intervals import bootstrap_interval, log10_quality
 
     if key == "forget_quality":
         values = [log10_quality(number(r, key)) for r in rows]

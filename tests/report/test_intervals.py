@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from forgetbench.report.intervals import RESAMPLES, bootstrap_interval, log10_quality
+from forgetbench.intervals import RESAMPLES, bootstrap_interval, log10_quality
 from forgetbench.report.tables import board_cell
 from forgetbench.rows import leaderboard, seed_means, seed_summary
 

@@ -19,8 +19,16 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.logs import EvalLog, SetLog
+from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
+from forgetbench.eval.runner import relative_scores, tofu_root
+from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.study.evaluate import Evaluated
+from forgetbench.study.jobs import eval_job as _eval_job
+from forgetbench.study.jobs import evaluate_model as _evaluate
+from forgetbench.study.jobs import run_pool as _run_pool
+from forgetbench.study.jobs import study_row as _row
+from forgetbench.study.jobs import unlearn_split
 from forgetbench.study.resolve import Study
 
 # results.json row keys of the per-request numbers: sequence/request<j>/<what>.
@@ -31,8 +39,6 @@ def request_questions(tofu: Path, splits: list[str]) -> list[list[str]]:
     """Each request's questions: split k's minus split k-1's, refused where the splits do not
     nest or a request would forget nothing (at the tiny scale forget01, 05 and 10 are one
     author)."""
-    from forgetbench.data.tofu import load_tofu
-
     requests: list[list[str]] = []
     seen: set[str] = set()
     previous = None
@@ -72,8 +78,6 @@ class Step:
 def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
     """Every request of `study.sequence` with method `name`, each from the previous request's
     model (one pool job: the requests cannot run side by side)."""
-    from forgetbench.study.run import _evaluate, unlearn_split
-
     done: list[Step] = []
     after: tuple[str, Path] | None = None
     for k, split in enumerate(config.study.sequence, 1):
@@ -93,8 +97,6 @@ def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
 def one_shot_job(study: Study, config: Any, out: Path, name: str, split: str) -> Step:
     """Method `name` unlearning `split` in one request from the finetuned model: the study's own
     run on that split (the same cached stage), evaluated as the sequence's requests are."""
-    from forgetbench.study.run import _evaluate, unlearn_split
-
     t = time.perf_counter()
     result, loop = unlearn_split(study, config, out, split, name)
     seconds = time.perf_counter() - t
@@ -134,9 +136,6 @@ def request_scores(
     """Request k's own numbers: forget quality (against the union's retain model, on each
     request's questions alone) and forget ROUGE-L of every request so far, and the earlier
     requests' relearning: their ROUGE-L now minus right after request k-1."""
-    from forgetbench.eval.runner import relative_scores, tofu_root
-    from forgetbench.eval.tofu_eval import tofu_eval_sets
-
     records = tofu_eval_sets(
         tofu_root(study.data), step.split, max_questions=config.eval.max_questions
     )["forget"]
@@ -182,9 +181,6 @@ def sequence_rows(
     """The `sequence` rows of results.json: per union split the retain and finetuned models
     (mode "reference"), then per method each request (mode "sequential") and the one-shot run
     on the same union (mode "one-shot"; request 1's is the sequence's own first run)."""
-    from forgetbench.eval.runner import tofu_root
-    from forgetbench.study.run import _eval_job, _row, _run_pool
-
     splits = list(config.study.sequence)
     requests = request_questions(tofu_root(study.data), splits)
     methods = config.study.methods

@@ -22,9 +22,21 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forgetbench.config import FORGET_SPLITS, MethodName, MethodSettings, RunConfig
+from forgetbench.config import (
+    FORGET_SPLITS,
+    MethodName,
+    MethodSettings,
+    RunConfig,
+    _read_yaml,
+    validate_config,
+)
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
+from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
+from forgetbench.study.jobs import eval_job as _eval_job
+from forgetbench.study.jobs import study_row as _row
+from forgetbench.study.resolve import resolve
+from forgetbench.study.run import _method_job, load_retain_logs, with_setup_defaults
 
 SWEEP_FILE = "sweep.json"
 PRESET_FILE = "selected.yaml"
@@ -82,8 +94,6 @@ class Trial:
 
 def read_spec(path: str | Path) -> SweepSpec:
     """The `sweep` section of the sweep file at `path`, checked."""
-    from forgetbench.config import _read_yaml
-
     data = _read_yaml(Path(path)).get("sweep")
     if not isinstance(data, dict):
         raise ConfigError(
@@ -194,8 +204,6 @@ def _draw(rng: random.Random, values: Values) -> Any:
 
 def trial_config(config: RunConfig, trial: Trial) -> RunConfig:
     """The run config of `trial`: its method's `study.method_settings`, checked as a run would."""
-    from forgetbench.config import validate_config
-
     data = config.model_dump()
     data["study"]["method_settings"] = {trial.method: trial.settings_data()}
     return validate_config(data, source=f"sweep trial {trial.method} {trial.settings}")
@@ -214,8 +222,6 @@ def select(
     Ties go to the earlier step, then the earlier trial. `trial_rows`: (method, trial) -> that
     trial's rows (any seeds). Returns method -> {trial, step, forget_quality, model_utility,
     matched, note}."""
-    from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
-
     pooled: dict[str, list[dict[str, Any]]] = {}
     for (method, index), rows in trial_rows.items():
         for row in seed_means([{k: v for k, v in r.items() if k != "trial"} for r in rows]):
@@ -279,15 +285,6 @@ def run_sweep(
     """Every trial on `spec.select_split` in `pool`, then sweep.json and selected.yaml in `out`
     (the command draws sweep.html from the result: the study layer never imports the report).
     `config` is the sweep's run config (its file without `sweep`, the flags, KEY=VALUE)."""
-    from forgetbench.study.resolve import resolve
-    from forgetbench.study.run import (
-        _eval_job,
-        _method_job,
-        _row,
-        load_retain_logs,
-        with_setup_defaults,
-    )
-
     started = time.perf_counter()
     split = spec.select_split
     trials = expand(spec)
@@ -325,8 +322,6 @@ def run_sweep(
                 split, method, step, epoch, result, retain, config, out, retain_logs, seed=seed
             )
             trial_rows.setdefault((method, index), []).append({**row, "trial": index})
-    from forgetbench.rows import number
-
     finetuned = reference_rows.get("finetuned")
     utility = number(finetuned, "model_utility") if finetuned else None
     chosen = select(trial_rows, utility)

@@ -184,6 +184,51 @@ def unlearn_split(
     return result, loop
 
 
+@dataclass
+class Trajectory:
+    """One method on one split: its snapshots' evaluations, in step order."""
+
+    snapshots: list[tuple[int, float, bool, Evaluated]]  # step, epoch, final, evaluation
+    unlearn_seconds: float
+    eval_seconds: float
+    final_model: Path  # the last snapshot's model folder, which the attacks start from
+    unlearn_peak_gpu_mib: float | None = None
+
+
+def method_job(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    logs: Path | None = None,
+) -> Trajectory:
+    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
+    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
+    logs = logs or method_logs(out, split, name, seed)
+    t = time.perf_counter()
+    result, loop = unlearn_split(study, config, out, split, name, seed)
+    unlearn_seconds = time.perf_counter() - t
+    t = time.perf_counter()
+    total_steps = result.snapshots[-1][0]
+    snapshots = []
+    for step, path in result.snapshots:
+        if step == 0:
+            continue  # the finetuned model, evaluated with the references
+        final = step == total_steps
+        evaluated = evaluate_model(
+            path, study, config, split=split, folder=logs / f"step-{step}",
+            full=final or config.study.trajectory_formats,
+        )  # fmt: skip
+        epoch = loop.epochs * step / total_steps if total_steps else 0.0
+        snapshots.append((step, epoch, final, evaluated))
+    final_model = result.snapshots[-1][1]
+    return Trajectory(
+        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib
+    )
+
+
 Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args
 
 

@@ -10,7 +10,6 @@ import io
 import subprocess
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,10 @@ from forgetbench.study.jobs import (
     Job,
     Shadows,
     eval_job,
-    evaluate_model,
-    method_logs,
+    method_job,
     mia_items,
     run_pool,
     study_row,
-    unlearn_split,
 )
 from forgetbench.study.meta_eval import meta_evaluate
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
@@ -171,17 +168,6 @@ def _examples(split: str, method: str, step: int, log: EvalLog | None, n: int) -
     ]
 
 
-@dataclass
-class Trajectory:
-    """One method on one split: its snapshots' evaluations, in step order."""
-
-    snapshots: list[tuple[int, float, bool, Evaluated]]  # step, epoch, final, evaluation
-    unlearn_seconds: float
-    eval_seconds: float
-    final_model: Path  # the last snapshot's model folder, which the attacks start from
-    unlearn_peak_gpu_mib: float | None = None
-
-
 def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path) -> Any:
     """A shadow model's per-item MIA scores on the split's candidates: the MIA task only."""
     t = time.perf_counter()
@@ -190,40 +176,6 @@ def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, fo
         tasks=("mia",),
     )  # fmt: skip
     return evaluated, time.perf_counter() - t
-
-
-def _method_job(
-    study: Study,
-    config: RunConfig,
-    out: Path,
-    split: str,
-    name: str,
-    seed: int | None = None,
-    logs: Path | None = None,
-) -> Trajectory:
-    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
-    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
-    logs = logs or method_logs(out, split, name, seed)
-    t = time.perf_counter()
-    result, loop = unlearn_split(study, config, out, split, name, seed)
-    unlearn_seconds = time.perf_counter() - t
-    t = time.perf_counter()
-    total_steps = result.snapshots[-1][0]
-    snapshots = []
-    for step, path in result.snapshots:
-        if step == 0:
-            continue  # the finetuned model, evaluated with the references
-        final = step == total_steps
-        evaluated = evaluate_model(
-            path, study, config, split=split, folder=logs / f"step-{step}",
-            full=final or config.study.trajectory_formats,
-        )  # fmt: skip
-        epoch = loop.epochs * step / total_steps if total_steps else 0.0
-        snapshots.append((step, epoch, final, evaluated))
-    final_model = result.snapshots[-1][1]
-    return Trajectory(
-        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib
-    )
 
 
 def run_study(
@@ -424,12 +376,12 @@ def _run_jobs(
             for seed in seeds:
                 args = (study, config, out, split, name, seed)
                 label = f"{split}: {name}" + ("" if seed is None else f" (seed {seed})")
-                jobs.append(((split, name, seed), label, _method_job, args))
+                jobs.append(((split, name, seed), label, method_job, args))
     futures = run_pool(pool, jobs, title="study", progress=progress)
     references = {
         key: futures[key] for key, _, function, _ in jobs if function in (eval_job, _shadow_job)
     }
-    trajectories = {key: futures[key] for key, _, function, _ in jobs if function is _method_job}
+    trajectories = {key: futures[key] for key, _, function, _ in jobs if function is method_job}
     attacks = _run_attacks(study, config, out, pool, references, trajectories, progress=progress)
 
     rows: list[dict[str, Any]] = []

@@ -4,7 +4,7 @@ written as a preset `forgetbench run --config` loads.
 
 The sweep file is a run config (its base settings: scale, unlearn.*, eval.*, ...) with one more
 section, `sweep` (`SweepSpec`). A trial is one method at one point of its space: `study.
-method_settings` for that method, run through the same `_method_job` (cached unlearning, cached
+method_settings` for that method, run through the same `method_job` (cached unlearning, cached
 evaluations) as `forgetbench run`, once per seed of `sweep.seeds`, on `sweep.select_split`. The
 selection never sees `sweep.report_split`, which is the split the preset makes `run` report on."""
 
@@ -34,9 +34,10 @@ from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
 from forgetbench.study.jobs import eval_job as _eval_job
+from forgetbench.study.jobs import method_job
 from forgetbench.study.jobs import study_row as _row
 from forgetbench.study.resolve import resolve
-from forgetbench.study.run import _method_job, load_retain_logs, with_setup_defaults
+from forgetbench.study.run import load_retain_logs, with_setup_defaults
 
 SWEEP_FILE = "sweep.json"
 PRESET_FILE = "selected.yaml"
@@ -305,7 +306,7 @@ def run_sweep(
         for seed in spec.seeds:
             logs = out / "logs" / split / trial.method / f"trial-{trial.index}" / f"seed-{seed}"
             jobs[trial.method, trial.index, seed] = pool.submit(
-                _method_job, study, configs[trial.method, trial.index], out, split,
+                method_job, study, configs[trial.method, trial.index], out, split,
                 trial.method, seed, logs,
             )  # fmt: skip
     evaluated = {role: job.result()[0] for role, job in references.items()}

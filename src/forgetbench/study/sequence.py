@@ -24,11 +24,7 @@ from forgetbench.errors import DataError
 from forgetbench.eval.runner import relative_scores, tofu_root
 from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.study.evaluate import Evaluated
-from forgetbench.study.jobs import eval_job as _eval_job
-from forgetbench.study.jobs import evaluate_model as _evaluate
-from forgetbench.study.jobs import run_pool as _run_pool
-from forgetbench.study.jobs import study_row as _row
-from forgetbench.study.jobs import unlearn_split
+from forgetbench.study.jobs import eval_job, evaluate_model, run_pool, study_row, unlearn_split
 from forgetbench.study.resolve import Study
 
 # results.json row keys of the per-request numbers: sequence/request<j>/<what>.
@@ -85,7 +81,7 @@ def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
         result, loop = unlearn_split(study, config, out, split, name, after=after)
         seconds = time.perf_counter() - t
         model = result.snapshots[-1][1]
-        evaluated = _evaluate(
+        evaluated = evaluate_model(
             model, study, config, split=split, folder=out / "sequence" / name / f"request-{k}",
             full=False,
         )  # fmt: skip
@@ -100,7 +96,7 @@ def one_shot_job(study: Study, config: Any, out: Path, name: str, split: str) ->
     t = time.perf_counter()
     result, loop = unlearn_split(study, config, out, split, name)
     seconds = time.perf_counter() - t
-    evaluated = _evaluate(
+    evaluated = evaluate_model(
         result.snapshots[-1][1], study, config, split=split,
         folder=out / "sequence" / name / f"one-shot-{split}", full=False,
     )  # fmt: skip
@@ -189,7 +185,7 @@ def sequence_rows(
         for role, model_dir in (("retain", study.retain[split]), ("finetuned", study.finetuned)):
             folder = out / "sequence" / role / split
             args = (model_dir, study, config, split, folder, False)
-            jobs.append((("ref", split, role), f"sequence: {role} on {split}", _eval_job, args))
+            jobs.append((("ref", split, role), f"sequence: {role} on {split}", eval_job, args))
     for name in methods:
         args = (study, config, out, name)
         jobs.append((("seq", name), f"sequence: {name}", sequence_job, args))
@@ -197,7 +193,7 @@ def sequence_rows(
             args = (study, config, out, name, split)
             label = f"sequence: {name} one-shot on {split}"
             jobs.append((("one", name, split), label, one_shot_job, args))
-    futures = _run_pool(pool, jobs, title="sequence", progress=progress)
+    futures = run_pool(pool, jobs, title="sequence", progress=progress)
     references = {
         (split, role): futures["ref", split, role].result()[0]
         for split in splits
@@ -206,7 +202,7 @@ def sequence_rows(
 
     def row(step: Step, method: str, mode: str, k: int, extra: dict[str, Any]) -> dict[str, Any]:
         retain = references[step.split, "retain"]
-        base = _row(step.split, method, step.steps, step.epochs, step.evaluated, retain,
+        base = study_row(step.split, method, step.steps, step.epochs, step.evaluated, retain,
                     config, out, retain_logs)  # fmt: skip
         log = base.pop("log")
         return {**base, "mode": mode, "request": k, **extra, "log": log}

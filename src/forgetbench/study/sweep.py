@@ -33,9 +33,7 @@ from forgetbench.config import (
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
-from forgetbench.study.jobs import eval_job as _eval_job
-from forgetbench.study.jobs import method_job
-from forgetbench.study.jobs import study_row as _row
+from forgetbench.study.jobs import eval_job, method_job, study_row
 from forgetbench.study.resolve import resolve
 from forgetbench.study.run import load_retain_logs, with_setup_defaults
 
@@ -300,7 +298,7 @@ def run_sweep(
     for role, model_dir in (("retain", study.retain.get(split)), ("finetuned", study.finetuned)):
         if model_dir is not None:
             folder = out / "logs" / split / role / "step-0"
-            references[role] = pool.submit(_eval_job, model_dir, study, config, split, folder, True)
+            references[role] = pool.submit(eval_job, model_dir, study, config, split, folder, True)
     jobs = {}
     for trial in trials:
         for seed in spec.seeds:
@@ -312,14 +310,14 @@ def run_sweep(
     evaluated = {role: job.result()[0] for role, job in references.items()}
     retain = evaluated.get("retain")
     reference_rows = {
-        role: _row(split, role, 0, 0.0, e, retain, config, out, retain_logs)
+        role: study_row(split, role, 0, 0.0, e, retain, config, out, retain_logs)
         for role, e in evaluated.items()
     }
     trial_rows: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for (method, index, seed), job in jobs.items():
         trajectory = job.result()
         for step, epoch, _, result in trajectory.snapshots:
-            row = _row(
+            row = study_row(
                 split, method, step, epoch, result, retain, config, out, retain_logs, seed=seed
             )
             trial_rows.setdefault((method, index), []).append({**row, "trial": index})

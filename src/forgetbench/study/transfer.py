@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.study.evaluate import Evaluated
-from forgetbench.study.jobs import evaluate_model as _evaluate
-from forgetbench.study.jobs import method_logs, unlearn_split
-from forgetbench.study.jobs import run_pool as _run_pool
-from forgetbench.study.jobs import study_row as _row
+from forgetbench.study.jobs import (
+    evaluate_model,
+    method_logs,
+    run_pool,
+    study_row,
+    unlearn_split,
+)
 
 
 def format_job(
@@ -33,7 +36,7 @@ def format_job(
     seconds = time.perf_counter() - t
     steps, model = result.snapshots[-1]
     folder = method_logs(out, split, name, None) / f"unlearn-{fmt}" / f"step-{steps}"
-    evaluated = _evaluate(model, study, config, split=split, folder=folder, full=True)
+    evaluated = evaluate_model(model, study, config, split=split, folder=folder, full=True)
     return evaluated, steps, float(loop.epochs), seconds
 
 
@@ -61,14 +64,14 @@ def cross_format_rows(
                     args = (study, config, out, split, name, fmt)
                     label = f"{split}: {name} in {fmt}"
                     jobs.append(((split, name, fmt), label, format_job, args))
-    futures = _run_pool(pool, jobs, title="cross-format", progress=progress)
+    futures = run_pool(pool, jobs, title="cross-format", progress=progress)
     out_rows: list[dict[str, Any]] = []
     for split in config.study.splits:
         # The retain model's evaluation, read back from the study's cache: the reference.
         retain = None
         if split in study.retain:
             folder = out / "logs" / split / "retain" / "step-0"
-            retain = _evaluate(
+            retain = evaluate_model(
                 study.retain[split], study, config, split=split, folder=folder, full=True
             )
         for name in config.study.methods:
@@ -84,7 +87,9 @@ def cross_format_rows(
                     continue
                 evaluated, steps, epochs, seconds = futures[split, name, fmt].result()
                 timings[f"unlearn_{split}_{name}_{fmt}"] = seconds
-                row = _row(split, name, steps, epochs, evaluated, retain, config, out, retain_logs)
+                row = study_row(
+                    split, name, steps, epochs, evaluated, retain, config, out, retain_logs
+                )
                 log = row.pop("log")
                 out_rows.append({**row, "unlearn_format": fmt, "log": log})
     return out_rows

@@ -1,6 +1,7 @@
 """The package's layers point down: `study/` (what a command runs on) uses `train/` and `eval/`,
 which never reach back up, and the engine knows methods only through their contract, so a new
-method is one file under `methods/` (plus its tests)."""
+method is one file under `methods/` (plus its tests). Every import, at the top of a module or
+inside a function, counts: an import moved into a function still ties the two modules together."""
 
 import ast
 from pathlib import Path
@@ -59,6 +60,128 @@ def test_the_engine_and_the_evaluation_name_no_method(folder):
         where = path.relative_to(PACKAGE)
         assert not named, f"{where} names method(s) {sorted(named)}: use the method contract"
         assert not imported, f"{where} imports method module(s) {sorted(imported)}"
+
+
+# The layers, lowest first: a module may import its own part of the package and any part on a lower
+# layer, never one on its own layer or above. A new top-level module or package has to be placed
+# here, which is the point: where it sits is a decision, not an accident of who imported it first.
+LAYERS = (
+    ("forgetbench", "errors"),
+    ("io", "registry", "records", "device"),
+    ("methods", "metrics", "data", "attacks", "results", "cache", "intervals"),
+    ("config",),  # checks method names and option ranges against the method registry
+    ("modeling", "benchmarks", "rows"),
+    ("train", "eval"),
+    ("study", "report"),  # neither imports the other: a command composes the two
+    ("options",),  # the flags, generated from the typed config
+    ("cli",),
+)
+RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, anywhere in its body, relative imports resolved
+    and `from package import module` read as importing the module."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, base] if base else parent)
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found |= {m for t in targets if t.startswith("forgetbench") and (m := known(t))}
+        graph[name] = found - {name}
+    return graph
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def _loops(graph: dict[str, set[str]]) -> list[str]:
+    loops, state = [], {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for target in sorted(graph[module]):
+            if state.get(target) == "open":
+                loops.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return loops
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if _part(module) != _part(target)
+        and RANK.get(_part(target), -1) >= RANK.get(_part(module), len(LAYERS))
+    ]
+
+
+def test_the_import_graph_has_no_loops():
+    graph = _import_graph()
+    assert len(graph) > 100  # the walk found the package, not an empty folder
+    assert _loops(graph) == []
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {_part(m) for m in _import_graph()}
+    assert sorted(parts - set(RANK)) == [], "place the new part in LAYERS"
+
+
+def test_no_import_points_up_or_sideways():
+    assert _upward(_import_graph()) == []
+
+
+def test_a_loop_and_an_upward_arrow_are_caught(tmp_path, monkeypatch):
+    # The checks above pass on the package; this shows they fail on one that breaks them, with a
+    # function-level relative import in the loop.
+    fake = tmp_path / "forgetbench"
+    (fake / "study").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "errors.py").write_text("from forgetbench.study import run\n")
+    (fake / "study" / "__init__.py").write_text("")
+    (fake / "study" / "run.py").write_text("def f():\n    from . import sweep\n")
+    (fake / "study" / "sweep.py").write_text("from forgetbench.study.run import f\n")
+    monkeypatch.setattr(f"{__name__}.PACKAGE", fake)
+    graph = _import_graph()
+    assert graph["forgetbench.errors"] == {"forgetbench.study", "forgetbench.study.run"}
+    assert graph["forgetbench.study.run"] == {"forgetbench.study", "forgetbench.study.sweep"}
+    assert _loops(graph) == [
+        "forgetbench.study.run -> forgetbench.study.sweep -> forgetbench.study.run"
+    ]
+    assert _upward(graph) == [
+        "forgetbench.errors -> forgetbench.study",
+        "forgetbench.errors -> forgetbench.study.run",
+    ]
 
 
 def test_test_modules_have_unique_basenames():

@@ -82,7 +82,7 @@ def _board_row(method: str, step: int, utility: float, quality: float, **extra) 
 
 
 def test_results_csv_marks_the_leaderboards_step_so_it_can_be_rebuilt(tmp_path: Path):
-    from forgetbench.report.tables import leaderboard
+    from forgetbench.rows import leaderboard
 
     # Finetuned utility 0.5, bar 0.45: npo's step 10 forgets best above the bar (step 15 is
     # below it); idk never reaches the bar, so its highest-utility step 5 is chosen, flagged.

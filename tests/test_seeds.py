@@ -6,7 +6,7 @@ import pytest
 
 from forgetbench.config import load_config
 from forgetbench.errors import ConfigError
-from forgetbench.study.run import method_config, method_logs
+from forgetbench.study.jobs import method_config, method_logs
 
 
 def test_a_method_run_reads_its_settings_and_seed():

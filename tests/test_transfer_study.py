@@ -108,7 +108,7 @@ def test_format_texts_are_what_the_format_evaluation_scores(tiny_study):
     from forgetbench.benchmarks.mini.read import load_format
     from forgetbench.errors import DataError
     from forgetbench.modeling import PromptTemplate
-    from forgetbench.study.transfer import format_texts, split_authors
+    from forgetbench.study.format_data import format_texts, split_authors
 
     data = tiny_study[1]
     template = PromptTemplate("question_answer")

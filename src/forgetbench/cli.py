@@ -998,7 +998,8 @@ def _sanity(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.html import build_report
-    from forgetbench.report.tables import leaderboard, lume_mmlu_notes, print_leaderboard
+    from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
+    from forgetbench.rows import leaderboard
     from forgetbench.study.run import run_study
 
     _quiet_transformers()
@@ -1060,6 +1061,8 @@ def _attack(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.io import atomic_write_text
+    from forgetbench.report.sweep import render_sweep
     from forgetbench.study.pool import make_pool, study_workers
     from forgetbench.study.sweep import PRESET_FILE, REPORT_FILE, SWEEP_FILE, read_spec, run_sweep
 
@@ -1094,6 +1097,7 @@ def _sweep(args: argparse.Namespace) -> dict[str, Any]:
         )  # fmt: skip
     finally:
         pool.shutdown(cancel_futures=True)
+    atomic_write_text(out / REPORT_FILE, render_sweep(result))
     if not args.json:
         for method, pick in result["selected"].items():
             flag = "" if pick["matched"] else " * (utility not matched)"

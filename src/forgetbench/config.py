@@ -8,8 +8,10 @@ out-of-range value fails the same way everywhere.
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -41,9 +43,40 @@ SPLITS = ("full", *FORGET_SPLITS, *RETAIN_SPLITS)
 # The miniature's instance-level forget splits (single questions over many authors, nested like
 # TOFU's): a sequence of requests may run on them where the author splits coincide (tiny scale).
 INSTANCE_SPLITS = tuple(f"{s}_instances" for s in FORGET_SPLITS)
+
+
+def retain_split_for(split: str) -> str:
+    """forgetNN -> retain(100-NN); the miniature's forgetNN_instances -> retain(100-NN)_instances."""
+    match = re.fullmatch(r"forget(\d\d)(_instances)?", split)
+    if match is None or split.removesuffix("_instances") not in FORGET_SPLITS:
+        raise ConfigError(
+            f"unlearning split '{split}' is not a forget split",
+            f"use one of {', '.join(FORGET_SPLITS)}",
+        )
+    return f"retain{100 - int(match.group(1))}{match.group(2) or ''}"
+
+
 # The formats a forget set can be unlearned in (`study.unlearn_formats`): qa is TOFU's own.
 UNLEARN_FORMATS = ("qa", "cloze", "mcqa", "analogy", "comprehension")
 BENCHMARKS = ("mini", "tofu", "lume")
+
+
+# Per-setup defaults shipped as YAML (forgetbench/presets); train.presets turns one into a loop.
+PRESETS = files("forgetbench") / "presets"
+
+
+def preset_names() -> list[str]:
+    return sorted(
+        p.name.removesuffix(".yaml") for p in PRESETS.iterdir() if p.name.endswith(".yaml")
+    )
+
+
+def read_preset(name: str, *, kind: str = "preset") -> dict[str, Any]:
+    # Checked against the shipped names, not as a path: a name is never a file to go looking for.
+    known = preset_names()
+    if name not in known:
+        raise UnknownNameError(kind, name, known)
+    return yaml.safe_load((PRESETS / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
 def _registered_methods() -> tuple[str, ...]:
@@ -511,8 +544,6 @@ def validate_config(
 
     build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
     if config.unlearn.preset is not None:
-        from forgetbench.train.presets import read_preset
-
         read_preset(config.unlearn.preset, kind="unlearn.preset")  # unknown: fails with the known
     for name, settings in config.study.method_settings.items():
         try:

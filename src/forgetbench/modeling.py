@@ -21,12 +21,12 @@ from torch import Tensor
 from forgetbench.config import MODEL_SIZES
 from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
+from forgetbench.records import IGNORE_INDEX
 
 TemplateName = Literal["question_answer", "tofu_llama2", "tofu_question_answer", "chat"]
 TEMPLATES: tuple[str, ...] = ("question_answer", "tofu_llama2", "tofu_question_answer", "chat")
 # Older names kept readable: `llama2` was always TOFU's Llama-2 format.
 TEMPLATE_ALIASES = {"llama2": "tofu_llama2"}
-IGNORE_INDEX = -100  # labels at prompt and padding positions; losses and metrics skip them
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+# Labels at prompt and padding positions of a tokenised record; losses and metrics skip them. Here,
+# below both, so the methods' loss terms need not import the model loader (which imports config).
+IGNORE_INDEX = -100
+
 
 @dataclass(frozen=True)
 class QARecord:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from forgetbench.findings import (
+from forgetbench.report.findings import (
     FAILS,
     HOLDS,
     UNMEASURABLE,

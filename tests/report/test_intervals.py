@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from forgetbench.report.intervals import RESAMPLES, bootstrap_interval, log10_quality
-from forgetbench.report.tables import board_cell, leaderboard, seed_means, seed_summary
+from forgetbench.intervals import RESAMPLES, bootstrap_interval, log10_quality
+from forgetbench.report.tables import board_cell
+from forgetbench.rows import leaderboard, seed_means, seed_summary
 
 
 def test_a_constant_sample_has_a_point_interval():

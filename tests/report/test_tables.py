@@ -8,7 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-from forgetbench.report.tables import leaderboard, print_leaderboard, trajectory
+from forgetbench.report.tables import print_leaderboard
+from forgetbench.rows import leaderboard, trajectory
 
 
 def _row(

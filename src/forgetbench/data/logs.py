@@ -18,31 +18,17 @@ from typing import Any
 
 import numpy as np
 
+from forgetbench.data.log_layout import FIELD_RANGES, REQUIRED_FIELDS, SET_FILES
+from forgetbench.data.open_unlearning import (
+    OPEN_UNLEARNING_NAME,
+    is_open_unlearning,
+    set_metrics,
+    to_tofu_layout,
+)
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json, read_json, shorten
 
 AGGREGATED_NAME = "eval_log_aggregated.json"
-# Our set name -> TOFU's file name. Order matters: it is the order of every table we print.
-SET_FILES = {
-    "forget": "eval_log_forget.json",
-    "retain": "eval_log.json",
-    "real_authors": "eval_real_author_wo_options.json",
-    "world_facts": "eval_real_world_wo_options.json",
-}
-REQUIRED_FIELDS = ("avg_gt_loss", "avg_paraphrased_loss", "average_perturb_loss", "rougeL_recall")
-# What each per-question number may be, checked when a log is read: a value outside would shift a
-# printed score (a ROUGE recall of -5 moves the mean) rather than fail. A mean loss below 0 is a
-# probability above 1; a truth ratio is a ratio of probabilities.
-_UNIT = (0.0, 1.0, "a recall in [0, 1]")
-_NONNEGATIVE = (0.0, math.inf, "a mean loss >= 0 (a probability <= 1)")
-FIELD_RANGES: dict[str, tuple[float, float, str]] = {
-    "avg_gt_loss": _NONNEGATIVE,
-    "avg_paraphrased_loss": _NONNEGATIVE,
-    "average_perturb_loss": _NONNEGATIVE,
-    "rougeL_recall": _UNIT,
-    "rouge1_recall": _UNIT,
-    "truth_ratio": (0.0, math.inf, "a truth ratio >= 0"),
-}
 
 
 @dataclass(frozen=True)
@@ -107,8 +93,6 @@ class EvalLog:
     def require(self, name: str, *, purpose: str) -> SetLog:
         if name not in self.sets:
             if self.layout == "open-unlearning":
-                from forgetbench.data.open_unlearning import set_metrics
-
                 missing = f"no {' / '.join(set_metrics(name))}"
             else:
                 missing = f"no '{SET_FILES[name]}' section"
@@ -122,8 +106,6 @@ class EvalLog:
 def read_eval_log(path: str | Path) -> EvalLog:
     """A TOFU-layout log: an aggregated JSON file, or a folder holding it or the four set files;
     or open-unlearning's `TOFU_EVAL.json` (file or folder), read into the same layout."""
-    from forgetbench.data.open_unlearning import OPEN_UNLEARNING_NAME
-
     path = Path(path)
     if path.is_dir():
         aggregated = path / AGGREGATED_NAME
@@ -154,8 +136,6 @@ def read_eval_log(path: str | Path) -> EvalLog:
                 f"name it one of {', '.join(SET_FILES.values())}",
             )
         return EvalLog(str(path), {name: _parse_set(data, name, str(path))})
-    from forgetbench.data.open_unlearning import is_open_unlearning, to_tofu_layout
-
     if is_open_unlearning(data):
         sets = _parse(to_tofu_layout(data, str(path)), str(path)).sets
         return EvalLog(str(path), sets, layout="open-unlearning")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from forgetbench.data.log_layout import FIELD_RANGES, SET_FILES
 from forgetbench.errors import DataError
 
 OPEN_UNLEARNING_NAME = "TOFU_EVAL.json"
@@ -51,8 +52,6 @@ def is_open_unlearning(data: Any) -> bool:
 def to_tofu_layout(data: dict[str, Any], source: str) -> dict[str, Any]:
     """The aggregated TOFU layout (`{"eval_log_forget.json": {"avg_gt_loss": {"0": ...}}}`) of
     every set whose metrics the file holds; a set with only some of them is an error."""
-    from forgetbench.data.logs import SET_FILES
-
     layout: dict[str, Any] = {}
     for name in _PREFIXES:
         metrics = set_metrics(name)
@@ -77,8 +76,6 @@ def to_tofu_layout(data: dict[str, Any], source: str) -> dict[str, Any]:
 
 
 def _set_table(data: dict[str, Any], name: str, source: str) -> dict[str, dict[str, Any]]:
-    from forgetbench.data.logs import FIELD_RANGES
-
     prefix = _PREFIXES[name]
     gt_name, pert_name, rouge_name = (f"{prefix}_Q_A_{m}" for m in ("Prob", "PERT_Prob", "ROUGE"))
     para_name = f"{prefix}_Q_A_PARA_Prob" if name in _WITH_PARAPHRASE else gt_name

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from forgetbench.modeling import IGNORE_INDEX
+from forgetbench.records import IGNORE_INDEX
 
 
 def answer_token_logprobs(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:

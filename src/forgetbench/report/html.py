@@ -20,10 +20,11 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from forgetbench.findings import check_findings, findings_rules
+from forgetbench import rows as row_math
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.report import plots, robustness, tables
+from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.meta_plot import meta_eval_plot
 from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
 
@@ -99,14 +100,14 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     rows = [row.model_dump() for row in results.rows]
     # Splits with the same questions (the tiny scale's forget01/05/10) carry identical rows: the
     # page shows the computed one and names the others beside it (results.csv keeps them all).
-    same = {s: c for s, c in results.same_data.items() if c in tables.splits(rows) and s != c}
+    same = {s: c for s, c in results.same_data.items() if c in row_math.splits(rows) and s != c}
     rows = [r for r in rows if r["split"] not in same]
     examples = [e for e in results.examples if e.split not in same]
-    board = tables.leaderboard(rows)
-    seeds = _seed_table(rows, board) if tables.is_seeded(rows) else None
+    board = row_math.leaderboard(rows)
+    seeds = _seed_table(rows, board) if row_math.is_seeded(rows) else None
     # With seeds, the plots and reference table draw each step's mean over the seeds.
-    rows = tables.seed_means(rows) if seeds else rows
-    references = tables.reference_entries(rows)
+    rows = row_math.seed_means(rows) if seeds else rows
+    references = row_math.reference_entries(rows)
     columns = tables.leaderboard_columns(board or references)
     identical = _identical(results.rows, same)
     groups, notes = _figures(rows)
@@ -133,7 +134,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         examples=_examples(examples),
         metric_versions=list(results.metric_versions.items()),
         config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
-        utility_ratio=f"{tables.UTILITY_RATIO:g}",
+        utility_ratio=f"{row_math.UTILITY_RATIO:g}",
         mmlu_threshold=f"{MMLU_THRESHOLD:g}",
         findings=check_findings(rows),
         findings_rules=list(findings_rules().items()),
@@ -229,19 +230,19 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def _figures(rows: Sequence[tables.Row]) -> tuple[dict[str, PlotGroup], list[str]]:
+def _figures(rows: Sequence[row_math.Row]) -> tuple[dict[str, PlotGroup], list[str]]:
     """Every plot that can be drawn, by kind (a key of `_PLOTS`), and a note for each plot left
     out for lack of data."""
     groups: dict[str, PlotGroup] = {}
     notes: list[str] = []
     used: set[str] = set()
     for kind, (title, draw, needs, missing) in _PLOTS.items():
-        drawable = [s for s in tables.splits(rows) if all(_has(rows, s, keys) for keys in needs)]
+        drawable = [s for s in row_math.splits(rows) if all(_has(rows, s, keys) for keys in needs)]
         if not drawable:
             notes.append(f"{title}: omitted, results.json has no {missing}.")
             continue
         figures = []
-        for split in tables.splits(rows):
+        for split in row_math.splits(rows):
             if split not in drawable:
                 notes.append(f"{title} on {split}: omitted, results.json has no {missing} for it.")
                 continue
@@ -253,12 +254,12 @@ def _figures(rows: Sequence[tables.Row]) -> tuple[dict[str, PlotGroup], list[str
     return groups, notes
 
 
-def _has(rows: Sequence[tables.Row], split: str, keys: Sequence[str]) -> bool:
+def _has(rows: Sequence[row_math.Row], split: str, keys: Sequence[str]) -> bool:
     """Whether a row of `split` has a value for one of `keys` (a key ending in '/' is a prefix)."""
     return any(
         r["split"] == split
         and any(k == key or (key.endswith("/") and k.startswith(key)) for key in keys)
-        and tables.number(r, k) is not None
+        and row_math.number(r, k) is not None
         for r in rows
         for k in r
     )
@@ -270,19 +271,19 @@ def _timings(timings: Mapping[str, float | None]) -> dict[str, Any] | None:
         return None
     # `total` is the run's wall time; older results without it get the sum of the stages.
     stages = {k: v for k, v in timings.items() if k != "total"}
-    total = tables.as_number(timings.get("total"))
+    total = row_math.as_number(timings.get("total"))
     if total is None:
-        total = sum(n for v in stages.values() if (n := tables.as_number(v)) is not None)
+        total = sum(n for v in stages.values() if (n := row_math.as_number(v)) is not None)
     return {"stages": [(k, _seconds(v)) for k, v in stages.items()], "total": _seconds(total)}
 
 
-def _seed_table(rows: Sequence[tables.Row], board: Sequence[Any]) -> dict[str, list[Any]]:
+def _seed_table(rows: Sequence[row_math.Row], board: Sequence[Any]) -> dict[str, list[Any]]:
     """Each leaderboard entry's mean and 95% interval over seeds, at its chosen step: forget
     quality (log10), model utility and every TOFU sub-score present."""
     keys = [("log10_forget_quality", "log10 forget quality"), ("model_utility", "model utility")]
-    keys += [(k, k) for k in _SUBSCORE_KEYS if tables.has_key(rows, k)]
+    keys += [(k, k) for k in _SUBSCORE_KEYS if row_math.has_key(rows, k)]
     body = []
-    for summary in tables.seed_summary(rows, board):
+    for summary in row_math.seed_summary(rows, board):
         cells = [summary["method"], summary["split"], summary["step"], len(summary["seeds"])]
         for key, _ in keys:
             found = summary["scores"].get(key)
@@ -296,17 +297,17 @@ def _seed_table(rows: Sequence[tables.Row], board: Sequence[Any]) -> dict[str, l
     return {"head": ["method", "split", "step", "seeds", *(t for _, t in keys)], "body": body}
 
 
-def _robustness(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
+def _robustness(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
     """Per split, the robustness table of its attacked models (the retain and finetuned models
     and each method's final step)."""
     out = []
-    for split in tables.splits(rows):
+    for split in row_math.splits(rows):
         named = {}
-        for method in (*tables.REFERENCE_METHODS, *tables.methods(rows)):
+        for method in (*row_math.REFERENCE_METHODS, *row_math.methods(rows)):
             row = (
-                tables.reference(rows, split, method)
-                if method in tables.REFERENCE_METHODS
-                else tables.final(rows, split, method)
+                row_math.reference(rows, split, method)
+                if method in row_math.REFERENCE_METHODS
+                else row_math.final(rows, split, method)
             )
             if row is not None and "attack/none/rougeL" in row:
                 named[method] = row
@@ -328,29 +329,31 @@ ATTACK_NAMES = {
 }
 
 
-def _count(row: tables.Row, key: str) -> int | None:
-    value = tables.number(row, key)
+def _count(row: row_math.Row, key: str) -> int | None:
+    value = row_math.number(row, key)
     return None if value is None else int(value)
 
 
-def _mia_grid(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
+def _mia_grid(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
     """Per split, one table of membership-inference AUCs: a row per model (the reference models,
     then each method at its last step), a column per attack. Each cell is shaded by how far the
     AUC lies from the retain model's (the target): red above it, blue below."""
     attacks = plots.mia_attacks(rows)
     out = []
-    for split in tables.splits(rows):
-        retain = tables.reference(rows, split, "retain")
-        models = [(m, tables.reference(rows, split, m)) for m in tables.REFERENCE_METHODS]
-        models += [(m, tables.final(rows, split, m)) for m in tables.methods(rows)]
+    for split in row_math.splits(rows):
+        retain = row_math.reference(rows, split, "retain")
+        models = [(m, row_math.reference(rows, split, m)) for m in row_math.REFERENCE_METHODS]
+        models += [(m, row_math.final(rows, split, m)) for m in row_math.methods(rows)]
         body = []
         for method, row in models:
-            if row is None or not any(tables.number(row, f"mia/{a}") is not None for a in attacks):
+            if row is None or not any(
+                row_math.number(row, f"mia/{a}") is not None for a in attacks
+            ):
                 continue
             cells = []
             for attack in attacks:
-                value = tables.number(row, f"mia/{attack}")
-                target = tables.number(retain, f"mia/{attack}") if retain else None
+                value = row_math.number(row, f"mia/{attack}")
+                target = row_math.number(retain, f"mia/{attack}") if retain else None
                 cells.append((tables.format_cell(value), _shade(value, target)))
             body.append({"model": method, "step": int(row.get("step") or 0), "cells": cells})
         if body:
@@ -372,7 +375,7 @@ def _shade(value: float | None, target: float | None) -> str:
     return f"background: rgba({rgb}, {alpha:.2f})"
 
 
-def _mia_tables(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
+def _mia_tables(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
     """One membership-inference table per split and model (the reference models, then each
     method at its last step): a row per attack, its AUC and TPRs at low FPR, beside the retain
     model's. A TPR the holdout is too small to measure shows as `NOT_RESOLVABLE`."""
@@ -382,32 +385,38 @@ def _mia_tables(rows: Sequence[tables.Row]) -> list[dict[str, Any]]:
     if not attacks:
         return []
 
-    def tpr(row: tables.Row | None, attack: str, suffix: str) -> str:
+    def tpr(row: row_math.Row | None, attack: str, suffix: str) -> str:
         if row is None:
             return "—"
-        value = tables.number(row, f"mia/{attack}/{suffix}")
+        value = row_math.number(row, f"mia/{attack}/{suffix}")
         if value is not None:
             return tables.format_cell(value)
-        count = tables.number(row, "mia/nonmembers")
+        count = row_math.number(row, "mia/nonmembers")
         short = count is not None and count < min_nonmembers(LOW_FPRS[suffix])
-        return NOT_RESOLVABLE if short and tables.number(row, f"mia/{attack}") is not None else "—"
+        return (
+            NOT_RESOLVABLE if short and row_math.number(row, f"mia/{attack}") is not None else "—"
+        )
 
     head = ["attack", "AUC", *(f"TPR @ {s[4:-3]} FPR" for s in LOW_FPRS)]
     head += ["retain AUC", "retain TPR @ 1% FPR"]
     out = []
-    for split in tables.splits(rows):
-        retain = tables.reference(rows, split, "retain")
-        models = [(m, tables.reference(rows, split, m)) for m in tables.REFERENCE_METHODS]
-        models += [(m, tables.final(rows, split, m)) for m in tables.methods(rows)]
+    for split in row_math.splits(rows):
+        retain = row_math.reference(rows, split, "retain")
+        models = [(m, row_math.reference(rows, split, m)) for m in row_math.REFERENCE_METHODS]
+        models += [(m, row_math.final(rows, split, m)) for m in row_math.methods(rows)]
         for method, row in models:
-            if row is None or not any(tables.number(row, f"mia/{a}") is not None for a in attacks):
+            if row is None or not any(
+                row_math.number(row, f"mia/{a}") is not None for a in attacks
+            ):
                 continue
             body = [
                 [
                     ATTACK_NAMES.get(attack, attack),
-                    tables.format_cell(tables.number(row, f"mia/{attack}")),
+                    tables.format_cell(row_math.number(row, f"mia/{attack}")),
                     *(tpr(row, attack, suffix) for suffix in LOW_FPRS),
-                    tables.format_cell(tables.number(retain, f"mia/{attack}") if retain else None),
+                    tables.format_cell(
+                        row_math.number(retain, f"mia/{attack}") if retain else None
+                    ),
                     tpr(retain, attack, "tpr@1%fpr"),
                 ]
                 for attack in attacks
@@ -435,7 +444,7 @@ def _examples(examples: Sequence[Example]) -> list[dict[str, Any]]:
         last = {
             m: max(e.step for e in own if e.method == m)
             for m in dict.fromkeys(e.method for e in own)
-            if m not in tables.REFERENCE_METHODS
+            if m not in row_math.REFERENCE_METHODS
         }
         if not last:
             continue
@@ -466,7 +475,7 @@ def _unique(name: str, used: set[str]) -> str:
 
 
 def _seconds(value: Any) -> str:
-    number = tables.as_number(value)
+    number = row_math.as_number(value)
     if number is None:
         return "—"
     minutes, seconds = divmod(number, 60)

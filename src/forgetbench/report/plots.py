@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from forgetbench.config import FORMATS
-from forgetbench.report.tables import (
+from forgetbench.rows import (
     REFERENCE_METHODS,
     UTILITY_RATIO,
     Row,

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
-from forgetbench.report.tables import Row, final, methods, number, reference
+from forgetbench.rows import Row, final, methods, number, reference
 
 # Attack variants in the order they are shown; `quantize` is one variant per scheme.
 VARIANTS = ("relearn", "int8", "int4", "nf4", "incontext")

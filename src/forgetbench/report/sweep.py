@@ -13,7 +13,8 @@ import jinja2
 from markupsafe import Markup
 
 from forgetbench.report.plots import _new_figure, _style, _svg, _text
-from forgetbench.report.tables import UTILITY_RATIO, format_cell, number
+from forgetbench.report.tables import format_cell
+from forgetbench.rows import UTILITY_RATIO, number
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>forgetbench sweep</title>

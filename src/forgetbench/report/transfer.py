@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from forgetbench.report.plots import _new_figure, _style, _svg, _text
-from forgetbench.report.tables import Row, number, reference
+from forgetbench.rows import Row, number, reference
 
 # A finetuned-to-retain difference smaller than this leaves nothing to close (the format does
 # not separate the two models): the cell is left empty rather than dividing by noise.

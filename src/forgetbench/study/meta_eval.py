@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
-from forgetbench.config import RunConfig
+from forgetbench.config import FORGET_SPLITS, RunConfig, retain_split_for
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json
 from forgetbench.metrics.meta import faithfulness, knows_direction
@@ -80,7 +80,6 @@ def pool_models(
     scale: str, *, forget_split: str, seed: int, epochs: int, lr: float
 ) -> list[PoolModel]:
     """Both pools' models for `forget_split` around a recipe of `epochs` at `lr`."""
-    from forgetbench.study.unlearn import retain_split_for
 
     models = []
     for pool, split in (("positive", "full"), ("negative", retain_split_for(forget_split))):
@@ -160,8 +159,6 @@ def meta_evaluate(
     """Train (or reuse) both pools in `out`, evaluate every model on `forget_split`, write
     `out/meta_eval.json` and return its content. `config` already carries the miniature's eval
     preset (`with_setup_defaults`). `pool`, when given, is the study's own."""
-    from forgetbench.config import FORGET_SPLITS
-
     if forget_split not in FORGET_SPLITS:
         raise ConfigError(
             f"meta-eval needs a forget split, got '{forget_split}'",

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forgetbench.attacks.quantize import quantise_model
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.metrics.meta import (
@@ -28,8 +29,14 @@ from forgetbench.metrics.meta import (
     relearning_robustness,
     robustness,
 )
-from forgetbench.report.tables import as_number, number
+from forgetbench.modeling import load_model
+from forgetbench.rows import as_number, number
+from forgetbench.study.attack import attack_data, relearn_stage
+from forgetbench.study.evaluate import evaluate_cached
+from forgetbench.study.jobs import unlearn_split
 from forgetbench.study.resolve import Study
+from forgetbench.train.integrity import reuse_finished
+from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model
 
 # The unlearned models attacked when the config does not name methods (`--methods` or
 # study.methods): open-unlearning attacks eight methods' models; the tiny scale keeps three kinds
@@ -59,11 +66,6 @@ def robustness_methods(config: RunConfig) -> tuple[str, ...]:
 def quantised_copy(model_dir: Path, scheme: str, *, run_dir: Path, group_size: int = 0) -> Path:
     """`model_dir` quantised (weights rounded to `scheme`'s levels, stored as floats) as a cached
     stage: a model folder that every evaluation reads like any other."""
-    from forgetbench.attacks.quantize import quantise_model
-    from forgetbench.modeling import load_model
-    from forgetbench.train.integrity import reuse_finished
-    from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model
-
     parent = model_fingerprint(model_dir)
     header = {"stage": "quantised", "scheme": scheme, "group_size": group_size, "parent": parent}
     key = inputs_key(header, [])
@@ -84,8 +86,6 @@ def evaluated_scores(
 ) -> dict[str, Any]:
     """Every metric of one model on `split` (the shared cached evaluation): pools and attacked
     models alike."""
-    from forgetbench.study.evaluate import evaluate_cached
-
     return evaluate_cached(
         model_dir, study, split=split, options=config.eval, folder=folder, model=config.model
     ).scores
@@ -93,8 +93,6 @@ def evaluated_scores(
 
 def _relearned(model_dir: Path, study: Study, config: RunConfig, split: str, run_dir: Path) -> Path:
     """One round of the relearning attack's budget on the whole forget split."""
-    from forgetbench.study.attack import attack_data, relearn_stage
-
     records = attack_data(study, config, split).train
     return relearn_stage(model_dir, records, study, config, run_dir, "relearn-all").model_dir
 
@@ -109,8 +107,6 @@ def attacked_job(
     if method is None:
         model_dir = study.retain[split]
     else:
-        from forgetbench.study.run import unlearn_split
-
         model_dir = unlearn_split(study, config, out, split, method)[0].snapshots[-1][1]
     scores = {"before": evaluated_scores(model_dir, study, config, split, logs / "before")}
     relearned = _relearned(model_dir, study, config, split, out)

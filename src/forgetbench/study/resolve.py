@@ -15,9 +15,21 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
-from forgetbench.config import RunConfig, TrainConfig
-from forgetbench.errors import ConfigError
+from forgetbench.benchmarks import mini as mini_data
+from forgetbench.benchmarks.mini.generate import GENERATOR_VERSION
+from forgetbench.cache import shared_entry
+from forgetbench.config import FORGET_SPLITS, RunConfig, TrainConfig, retain_split_for
+from forgetbench.data.tofu import load_tofu
+from forgetbench.errors import ConfigError, DataError, UnknownNameError
+from forgetbench.io import atomic_write_json, read_json
+from forgetbench.modeling import TINY_SIZES, load_tokenizer, resolve_template
 from forgetbench.study.pool import InlinePool
+
+# The miniature's stages are called through their modules, looked up when a stage runs, so that a
+# stage can be replaced as a whole (the command-wiring tests replace the expensive ones).
+from forgetbench.train import mini as mini_training
+from forgetbench.train.loop import LoopConfig
+from forgetbench.train.presets import unlearn_preset
 
 UnlearnDefaults = Callable[[str], tuple[Any, dict[str, object]]]
 
@@ -68,27 +80,22 @@ class Miniature:
 
     @cached_property
     def data(self) -> Path:
-        from forgetbench.benchmarks.mini import generate_mini
-        from forgetbench.benchmarks.mini.generate import GENERATOR_VERSION
-        from forgetbench.cache import shared_entry
-
         started = time.perf_counter()
         folder = self.out / "data"
         # generate_mini checks every file against the manifest it computes, so an entry of an
         # older generator with the same version string would be rewritten, not trusted.
         name = f"mini-{self.scale}-seed{self.seed}-v{GENERATOR_VERSION}"
         with shared_entry(folder, kind="data", name=name):
-            generate_mini(folder, scale=self.scale, seed=self.seed)
+            mini_data.generate_mini(folder, scale=self.scale, seed=self.seed)
         self.timings["data"] = time.perf_counter() - started
         return folder
 
     @cached_property
     def base(self) -> Any:  # StageResult
-        from forgetbench.train.mini import pretrain_base
 
         data = self.data
         started = time.perf_counter()
-        base = pretrain_base(
+        base = mini_training.pretrain_base(
             self.out, data, scale=self.scale, seed=self.seed, progress=self.progress,
             size=self.size,
         )  # fmt: skip
@@ -98,9 +105,7 @@ class Miniature:
         return base
 
     def tokenizer_dir(self) -> Path:
-        from forgetbench.train.mini import build_tokenizer
-
-        return build_tokenizer(self.out, self.data, scale=self.scale)
+        return mini_training.build_tokenizer(self.out, self.data, scale=self.scale)
 
     def model(
         self,
@@ -146,13 +151,10 @@ class Miniature:
         holdout questions) as `models` stages: each a retain model (same recipe, `retainNN` of
         `pool`) trained also on its seeded half of the candidates (`shadow_memberships`); every
         split whose `shadow_pool` is `pool` reads them. Empty without a holdout."""
-        from forgetbench.study.unlearn import retain_split_for
-        from forgetbench.train.mini import shadow_memberships
-
         candidates = shadow_candidates(self.data / "tofu", pool)
         if count == 0 or candidates is None:
             return {}
-        masks = shadow_memberships(len(candidates), count, seed=self.seed, split=pool)
+        masks = mini_training.shadow_memberships(len(candidates), count, seed=self.seed, split=pool)
         return {
             f"shadow_{pool}_{i}": (
                 retain_split_for(pool),
@@ -206,34 +208,23 @@ class Miniature:
 
     def finetune_loop(self) -> Any:  # LoopConfig
         """The finetuned and retain models' training loop (the recipe under the user's train.*)."""
-        from forgetbench.train.mini import mini_finetune_config
-
-        return mini_finetune_config(self.scale, seed=self.seed, train=self.train)[0]
+        return mini_training.mini_finetune_config(self.scale, seed=self.seed, train=self.train)[0]
 
     @property
     def template(self) -> Any:
-        from forgetbench.train.mini import TEMPLATE
-
-        return TEMPLATE
+        return mini_training.TEMPLATE
 
     @property
     def max_length(self) -> int:
-        from forgetbench.modeling import TINY_SIZES
-
         return TINY_SIZES[self.scale].max_positions
 
     def unlearn_defaults(self) -> UnlearnDefaults:
-        from forgetbench.modeling import TINY_SIZES
-        from forgetbench.train.mini import mini_unlearn_defaults
-
-        return partial(mini_unlearn_defaults, layers=TINY_SIZES[self.scale].layers)
+        return partial(mini_training.mini_unlearn_defaults, layers=TINY_SIZES[self.scale].layers)
 
 
 def shadow_candidates(tofu: Path, split: str) -> list[Any] | None:
     """The records the MIA task scores for forget split `split`, in its order: the forget
     questions (members of the finetuned model), then the holdout's; None without a holdout."""
-    from forgetbench.data.tofu import load_tofu
-
     holdout = split.replace("forget", "holdout")
     if not (tofu / f"{holdout}.json").is_file():
         return None
@@ -249,9 +240,6 @@ def shadow_pool(tofu: Path, split: str) -> str:
     shadow is a model trained on a random half of a pool that holds the target's candidates, and
     the pool here is the largest split's. The choice depends on the data only, not on which
     splits a study runs, so a split's LiRA and RMIA are the same in any study."""
-    from forgetbench.config import FORGET_SPLITS
-    from forgetbench.data.tofu import load_tofu
-    from forgetbench.study.unlearn import retain_split_for
 
     def questions(name: str) -> set[str]:
         return {r.question for r in load_tofu(tofu, name)}
@@ -276,7 +264,6 @@ def shadow_pool(tofu: Path, split: str) -> str:
 def split_files(split: str) -> tuple[str, ...]:
     """The TOFU-layout files a study of forget split `split` reads for that split (the rest of
     the data, Real Authors, World Facts, formats, LUME, is the same for every split)."""
-    from forgetbench.study.unlearn import retain_split_for
 
     holdout = split.replace("forget", "holdout")
     return (f"{split}.json", f"{split}_perturbed.json", f"{holdout}.json",
@@ -290,7 +277,6 @@ def same_data_splits(tofu: Path, splits: Iterable[str]) -> dict[str, str]:
     tiny scale forget01, forget05 and forget10 are all one author, the same questions: computing
     them once is a third of the work, and nothing a split's rows hold can differ (every seed, the
     attacks' halves and the shadow models depend on the data, not on the split's name)."""
-    from forgetbench.config import FORGET_SPLITS
 
     def contents(split: str) -> tuple[bytes | None, ...]:
         return tuple(
@@ -311,8 +297,6 @@ def same_data_splits(tofu: Path, splits: Iterable[str]) -> dict[str, str]:
 def write_shadow(path: Path, model_dir: Path, members: Iterable[str], **info: Any) -> Path:
     """A shadow model's record: its folder and the candidate questions it trained on (its
     membership mask, by question), plus `info` (how it was drawn)."""
-    from forgetbench.io import atomic_write_json
-
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"model": str(model_dir), "members": list(members), **info})
     return path
@@ -320,9 +304,6 @@ def write_shadow(path: Path, model_dir: Path, members: Iterable[str], **info: An
 
 def read_shadow(path: str | Path) -> tuple[Path, set[str]]:
     """(model folder, member questions) of a shadow-model file (`write_shadow`'s layout)."""
-    from forgetbench.errors import DataError
-    from forgetbench.io import read_json
-
     data = read_json(Path(path), what="shadow model file")
     members = data.get("members") if isinstance(data, dict) else None
     model = data.get("model") if isinstance(data, dict) else None
@@ -341,17 +322,19 @@ def _train_job(
     out: Path, data_dir: Path, base_dir: Path, split: str, options: dict[str, Any]
 ) -> tuple[Any, float]:
     # A module-level function: process pools pickle it by name.
-    from forgetbench.train.mini import finetune_mini
 
     started = time.perf_counter()
-    stage = finetune_mini(out, data_dir, base_dir, split=split, **options)
+    stage = mini_training.finetune_mini(out, data_dir, base_dir, split=split, **options)
     return stage, time.perf_counter() - started
+
+
+def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:
+    # TOFU's unlearning recipe (forgetbench/presets/tofu.yaml), the same for every method.
+    return unlearn_preset("tofu")
 
 
 def _external_defaults(name: str) -> tuple[Any, dict[str, object]]:
     # Module level, not a lambda: a Study travels to worker processes pickled.
-    from forgetbench.study.unlearn import external_unlearn_defaults
-
     return external_unlearn_defaults()
 
 
@@ -384,7 +367,6 @@ def resolve(
     it already read the miniature's data (its stages' times are then this run's too).
     `retain_only`: more forget splits that need their retain model and no shadow models (a
     sequence of requests' unions)."""
-    from forgetbench.study.unlearn import retain_split_for
 
     if is_miniature(config, model, data):
         if config.study.mia_shadow_models:
@@ -442,10 +424,6 @@ def resolve(
             f"forgetbench {command} --benchmark lume is not supported yet",
             "evaluate LUME models with 'forgetbench eval --benchmark lume'",
         )
-    from forgetbench.config import FORGET_SPLITS
-    from forgetbench.errors import UnknownNameError
-    from forgetbench.modeling import load_tokenizer, resolve_template
-
     for split in config.study.mia_shadow_models:
         if split not in FORGET_SPLITS:
             raise UnknownNameError("split in study.mia_shadow_models", split, FORGET_SPLITS)

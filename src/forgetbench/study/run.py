@@ -10,20 +10,45 @@ import io
 import subprocess
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
 from forgetbench.config import FORGET_SPLITS, RunConfig
-from forgetbench.data.logs import EvalLog
-from forgetbench.errors import ConfigError
+from forgetbench.data.logs import EvalLog, SetLog, match_questions, read_eval_log
+from forgetbench.errors import ConfigError, DataError, UnknownNameError
+from forgetbench.eval.runner import tofu_root
+from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
 from forgetbench.results import RESULTS_FILE, Results
+from forgetbench.rows import REFERENCE_METHODS, chosen_steps, leaderboard, seed_summary
+from forgetbench.study.attack import attack_job, attack_scores
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
-from forgetbench.study.pool import InlinePool, make_pool, quiet_transformers, study_workers
-from forgetbench.study.resolve import Study, is_miniature, resolve
+from forgetbench.study.format_data import check_formats
+from forgetbench.study.jobs import (
+    Job,
+    Shadows,
+    eval_job,
+    method_job,
+    mia_items,
+    run_pool,
+    study_row,
+)
+from forgetbench.study.meta_eval import meta_evaluate
+from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
+from forgetbench.study.resolve import (
+    Study,
+    is_miniature,
+    miniature,
+    read_shadow,
+    resolve,
+    same_data_splits,
+    shadow_candidates,
+)
+from forgetbench.study.sequence import sequence_rows
+from forgetbench.study.transfer import cross_format_rows
+from forgetbench.train.presets import eval_preset
 
 CSV_NAME = "results.csv"
 
@@ -45,8 +70,6 @@ def _git_sha() -> str | None:
 def with_setup_defaults(config: RunConfig, *, model: str | None, data: str | None) -> RunConfig:
     """The config with the miniature's eval preset (presets/mini.yaml) under the user's eval.*
     settings, for the built-in study; results.json records the values used."""
-    from forgetbench.train.presets import eval_preset
-
     if not is_miniature(config, model, data):
         return config
     unset = {k: v for k, v in eval_preset("mini").items() if k not in config.eval.model_fields_set}
@@ -57,11 +80,6 @@ def load_retain_logs(config: RunConfig, study: Study) -> dict[str, EvalLog]:
     """`study.retain_logs` of the splits with no retain model of ours, read and checked before any
     work: every reference question must be one the evaluation will score (the forget and retain
     sets, cut to `eval.max_questions`), which would otherwise fail the study at its very end."""
-    from forgetbench.data.logs import SetLog, match_questions, read_eval_log
-    from forgetbench.errors import UnknownNameError
-    from forgetbench.eval.runner import tofu_root
-    from forgetbench.eval.tofu_eval import tofu_eval_sets
-
     logs: dict[str, EvalLog] = {}
     for split, path in config.study.retain_logs.items():
         if split not in FORGET_SPLITS:
@@ -88,33 +106,9 @@ def load_retain_logs(config: RunConfig, study: Study) -> dict[str, EvalLog]:
     return logs
 
 
-@dataclass
-class Shadows:
-    """A split's shadow models for LiRA / RMIA: each one's MIA log and membership mask over the
-    split's candidates (forget then holdout items, the MIA log's order)."""
-
-    items: list[list[dict[str, Any]]]
-    members: list[list[bool]]
-
-
-def mia_items(evaluated: Evaluated | None) -> list[dict[str, Any]] | None:
-    """The per-item MIA log of an evaluation (`extra_log.json`), None when it has none."""
-    from forgetbench.eval.runner import EXTRA_NAME
-    from forgetbench.io import read_json
-
-    if evaluated is None or not (evaluated.folder / EXTRA_NAME).is_file():
-        return None
-    items = read_json(evaluated.folder / EXTRA_NAME, what="evaluation log").get("mia")
-    return items if isinstance(items, list) and items else None
-
-
 def shadow_masks(study: Study, split: str) -> list[tuple[Path, list[bool]]]:
     """(model folder, membership mask over the split's candidates) of each of `split`'s shadow
     models, checked: every member a candidate, every candidate in and out of some shadow."""
-    from forgetbench.errors import DataError
-    from forgetbench.eval.runner import tofu_root
-    from forgetbench.study.resolve import read_shadow, shadow_candidates
-
     files = study.shadows.get(split, [])
     if not files:
         return []
@@ -157,57 +151,6 @@ def shadow_masks(study: Study, split: str) -> list[tuple[Path, list[bool]]]:
     return shadows
 
 
-def _row(
-    split: str,
-    method: str,
-    step: int,
-    epoch: float,
-    evaluated: Evaluated,
-    reference: Evaluated | None,
-    config: RunConfig,
-    out: Path,
-    retain_logs: dict[str, EvalLog],
-    shadows: Shadows | None = None,
-    seed: int | None = None,
-) -> dict[str, Any]:
-    from forgetbench.eval.runner import relative_scores
-    from forgetbench.eval.tasks.mia import relative_membership
-
-    scores = dict(evaluated.scores)
-    items = mia_items(evaluated)
-    if items is not None:
-        # Row-time attacks: they need the retain model's and the shadows' logs beside this one.
-        scores.update(
-            relative_membership(
-                items,
-                reference_items=mia_items(reference),
-                shadow_items=shadows.items if shadows else (),
-                shadow_members=shadows.members if shadows else (),
-                gamma=config.eval.mia_rmia_gamma,
-            )
-        )
-    reference_log = reference.log if reference else retain_logs.get(split)
-    scores.update(
-        relative_scores(
-            evaluated.log,
-            scores,
-            reference_log,
-            reference.scores if reference else None,
-            form=config.eval.truth_ratio_form,
-        )
-    )
-    scores.setdefault("forget_quality", None)
-    return {
-        "split": split,
-        "method": method,
-        **({} if seed is None else {"seed": seed}),
-        "step": step,
-        "epoch": round(epoch, 4),
-        **scores,
-        "log": str(evaluated.folder.relative_to(out)),
-    }
-
-
 def _examples(split: str, method: str, step: int, log: EvalLog | None, n: int) -> list[dict]:
     if log is None or n == 0 or "forget" not in log.sets:
         return []
@@ -225,38 +168,6 @@ def _examples(split: str, method: str, step: int, log: EvalLog | None, n: int) -
     ]
 
 
-@dataclass
-class Trajectory:
-    """One method on one split: its snapshots' evaluations, in step order."""
-
-    snapshots: list[tuple[int, float, bool, Evaluated]]  # step, epoch, final, evaluation
-    unlearn_seconds: float
-    eval_seconds: float
-    final_model: Path  # the last snapshot's model folder, which the attacks start from
-    unlearn_peak_gpu_mib: float | None = None
-
-
-def _evaluate(
-    model_dir: Path, study: Study, config: RunConfig, *, split: str, folder: Path, full: bool
-) -> Evaluated:
-    """Every metric, or (`full=False`, trajectory snapshots) all but the formats and LUME tasks,
-    which generate many more answers."""
-    options = config.eval
-    if not full:
-        options = options.model_copy(update={"formats": False, "lume": False})
-    return evaluate_cached(
-        model_dir, study, split=split, options=options, folder=folder, model=config.model
-    )
-
-
-def _eval_job(
-    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, full: bool
-) -> tuple[Evaluated, float]:
-    t = time.perf_counter()
-    evaluated = _evaluate(model_dir, study, config, split=split, folder=folder, full=full)
-    return evaluated, time.perf_counter() - t
-
-
 def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path) -> Any:
     """A shadow model's per-item MIA scores on the split's candidates: the MIA task only."""
     t = time.perf_counter()
@@ -265,122 +176,6 @@ def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, fo
         tasks=("mia",),
     )  # fmt: skip
     return evaluated, time.perf_counter() - t
-
-
-def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
-    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
-    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
-    settings = config.study.method_settings.get(name)
-    update: dict[str, Any] = {}
-    if settings is not None:
-        loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
-        update["unlearn"] = config.unlearn.model_copy(update=loop)
-        update["method"] = {**config.method, **settings.options}
-    if seed is not None:
-        update["seed"] = seed
-    return config.model_copy(update=update) if update else config
-
-
-def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
-    """Where one method run's evaluations go: a folder per seed when the study has seeds."""
-    folder = out / "logs" / split / name
-    return folder if seed is None else folder / f"seed-{seed}"
-
-
-def unlearn_split(
-    study: Study,
-    config: RunConfig,
-    out: Path,
-    split: str,
-    name: str,
-    seed: int | None = None,
-    *,
-    fmt: str = "qa",
-    after: tuple[str, Path] | None = None,
-) -> tuple[Any, Any]:  # UnlearnResult, LoopConfig
-    """One method's unlearning run on one split (at `seed`, with its `study.method_settings`): a
-    cached stage, shared by the study's trajectory, the meta-evaluation's attacked models, the
-    cross-format matrix and the sequences of requests. `fmt` other than qa presents the forget
-    and retain sets as that format's training texts (study/transfer.py); `after` = (previous
-    split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
-    model and forgets only the questions `split` adds to the previous one."""
-    from forgetbench.data.tofu import load_tofu
-    from forgetbench.eval.runner import tofu_root
-    from forgetbench.methods.refusals import load_refusals
-    from forgetbench.study.unlearn import (
-        forget_records,
-        resolve_method,
-        retain_split_for,
-        unlearn_lora,
-    )
-    from forgetbench.train.unlearn import run_unlearning
-
-    config = method_config(config, name, seed)
-    tofu = tofu_root(study.data)
-    loop, options = study.unlearn_defaults(name)
-    loop, method = resolve_method(config, name, loop, options)
-    forget: list[Any] = forget_records(tofu, split, method)
-    retain: list[Any] = load_tofu(tofu, retain_split_for(split))
-    start, label = study.finetuned, split
-    if fmt != "qa":
-        from forgetbench.modeling import load_tokenizer
-        from forgetbench.study.transfer import format_texts, split_authors
-
-        tokenizer = load_tokenizer(
-            study.finetuned, trust_remote_code=config.model.trust_remote_code
-        )
-        forget = format_texts(
-            study.data, fmt, "forget", study.template, tokenizer,
-            authors=split_authors(tofu, split),
-        )  # fmt: skip
-        retain = format_texts(study.data, fmt, "retain", study.template, tokenizer)
-        label = f"{split}-{fmt}"
-    if after is not None:
-        earlier = {r.question for r in load_tofu(tofu, after[0])}
-        forget = [r for r in forget if r.question not in earlier]
-        start, label = after[1], f"{split}-after-{after[0]}"
-    result = run_unlearning(
-        out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,
-        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
-        split=label, max_length=study.max_length,
-        snapshot_every=config.unlearn.snapshot_every, progress=False,
-        trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
-    )  # fmt: skip
-    return result, loop
-
-
-def _method_job(
-    study: Study,
-    config: RunConfig,
-    out: Path,
-    split: str,
-    name: str,
-    seed: int | None = None,
-    logs: Path | None = None,
-) -> Trajectory:
-    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
-    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
-    logs = logs or method_logs(out, split, name, seed)
-    t = time.perf_counter()
-    result, loop = unlearn_split(study, config, out, split, name, seed)
-    unlearn_seconds = time.perf_counter() - t
-    t = time.perf_counter()
-    total_steps = result.snapshots[-1][0]
-    snapshots = []
-    for step, path in result.snapshots:
-        if step == 0:
-            continue  # the finetuned model, evaluated with the references
-        final = step == total_steps
-        evaluated = _evaluate(
-            path, study, config, split=split, folder=logs / f"step-{step}",
-            full=final or config.study.trajectory_formats,
-        )  # fmt: skip
-        epoch = loop.epochs * step / total_steps if total_steps else 0.0
-        snapshots.append((step, epoch, final, evaluated))
-    final_model = result.snapshots[-1][1]
-    return Trajectory(
-        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib
-    )
 
 
 def run_study(
@@ -407,8 +202,6 @@ def run_study(
         same: dict[str, str] = {}
         mini = None
         if is_miniature(config, model, data):
-            from forgetbench.study.resolve import miniature, same_data_splits
-
             mini = miniature(config, out, progress=progress)
             same = same_data_splits(mini.data / "tofu", config.study.splits)
             computed = [s for s in config.study.splits if s not in same]
@@ -430,8 +223,6 @@ def run_study(
         if mini is not None:
             peak_gpu.update(mini.peak_gpu_mib)
         if config.study.unlearn_formats != ["qa"]:
-            from forgetbench.study.transfer import check_formats
-
             check_formats(config.study.unlearn_formats, study.data, config.study.methods)
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
@@ -442,24 +233,18 @@ def run_study(
         # share with it (qa, one-shot) is then read from its cache, never trained twice at once.
         extra: dict[str, Any] = {}
         if config.study.unlearn_formats != ["qa"]:
-            from forgetbench.study.transfer import cross_format_rows
-
             cross = cross_format_rows(
                 study, config, out, pool, timings, rows, retain_logs=retain_logs,
                 progress=progress,
             )  # fmt: skip
             extra["cross_format"] = _reported_under(reported.study.splits, same, cross, [])[0]
         if sequence:
-            from forgetbench.study.sequence import sequence_rows
-
             extra["sequence"] = sequence_rows(
                 study, config, out, pool, timings, retain_logs=retain_logs, progress=progress
             )
         rows, examples = _reported_under(reported.study.splits, same, rows, examples)
         rows = _logs_under_own_names(out, same, rows)
         if config.study.meta_eval:
-            from forgetbench.study.meta_eval import meta_evaluate
-
             # The largest forget split: the most questions per metric, the steadiest pools.
             split = max(config.study.splits, key=FORGET_SPLITS.index)
             t = time.perf_counter()
@@ -469,8 +254,6 @@ def run_study(
         pool.shutdown(cancel_futures=True)
     timings["total"] = time.perf_counter() - started
     if config.study.seeds:
-        from forgetbench.report.tables import leaderboard, seed_summary
-
         extra["seed_intervals"] = seed_summary(rows, leaderboard(rows))
     results = {
         "forgetbench_version": __version__,
@@ -556,46 +339,6 @@ def _logs_under_own_names(
     return [own(row) for row in rows]
 
 
-Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args
-
-
-def _run_pool(pool: Any, jobs: list[Job], *, title: str, progress: bool) -> dict[Any, Future]:
-    """Every job submitted to `pool` with a progress bar; returns its futures by key once all
-    finished (the first failure stops the study with its own message)."""
-    from concurrent.futures import as_completed
-
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    futures: dict[Any, Future] = {}
-    with Progress(*columns, disable=not progress, transient=False) as bar:
-        task = bar.add_task(f"{title} ({pool.workers} workers)", total=len(jobs))
-        inline = isinstance(pool, InlinePool)  # a job runs inside submit, one at a time
-        labels: dict[Future, str] = {}
-        for key, label, function, args in jobs:
-            bar.update(task, description=label if inline else "submitting")
-            futures[key] = pool.submit(function, *args)
-            labels[futures[key]] = label
-            bar.update(task, advance=1 if inline else 0)
-        for job in as_completed(labels):
-            job.result()
-            if not inline:
-                bar.update(task, advance=1, description=f"done {labels[job]}")
-    return futures
-
-
 def _run_jobs(
     study: Study,
     config: RunConfig,
@@ -624,7 +367,7 @@ def _run_jobs(
                 # The base model never saw the authors: it is a point on the forget-quality /
                 # utility plane, and its formats and LUME scores would only cost time.
                 args = (model_dir, study, config, split, folder, role != "base")
-                jobs.append(((split, role), f"{split}: {role}", _eval_job, args))
+                jobs.append(((split, role), f"{split}: {role}", eval_job, args))
         for i, (model_dir, _) in enumerate(masks[split]):
             folder = out / "logs" / split / "shadows" / f"shadow-{i}"
             args = (model_dir, study, config, split, folder)
@@ -633,12 +376,12 @@ def _run_jobs(
             for seed in seeds:
                 args = (study, config, out, split, name, seed)
                 label = f"{split}: {name}" + ("" if seed is None else f" (seed {seed})")
-                jobs.append(((split, name, seed), label, _method_job, args))
-    futures = _run_pool(pool, jobs, title="study", progress=progress)
+                jobs.append(((split, name, seed), label, method_job, args))
+    futures = run_pool(pool, jobs, title="study", progress=progress)
     references = {
-        key: futures[key] for key, _, function, _ in jobs if function in (_eval_job, _shadow_job)
+        key: futures[key] for key, _, function, _ in jobs if function in (eval_job, _shadow_job)
     }
-    trajectories = {key: futures[key] for key, _, function, _ in jobs if function is _method_job}
+    trajectories = {key: futures[key] for key, _, function, _ in jobs if function is method_job}
     attacks = _run_attacks(study, config, out, pool, references, trajectories, progress=progress)
 
     rows: list[dict[str, Any]] = []
@@ -670,7 +413,7 @@ def _run_jobs(
                 shadows = Shadows(shadow_evals, [mask for _, mask in masks[split]])  # type: ignore[arg-type]
         attacked = _attack_rows(split, attacks, evaluated, config, timings)
         for role, reference in evaluated.items():
-            row = _row(
+            row = study_row(
                 split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs,
                 shadows=shadows,
             )  # fmt: skip
@@ -688,7 +431,7 @@ def _run_jobs(
                 timings[f"eval_{split}_{name}{tag}"] = trajectory.eval_seconds
                 for step, epoch, final, result in trajectory.snapshots:
                     count(result)
-                    row = _row(
+                    row = study_row(
                         split, name, step, epoch, result, retain_eval, config, out, retain_logs,
                         shadows=shadows, seed=seed,
                     )  # fmt: skip
@@ -715,8 +458,6 @@ def _run_attacks(
     """`study.attacks` on the retain and finetuned models and each method's final model (of the
     first of `study.seeds`), as pool jobs; the plain relearning variant aims at the finetuned
     model's forget ROUGE-L."""
-    from forgetbench.study.attack import attack_job
-
     if not config.study.attacks:
         return {}
     jobs: list[Job] = []
@@ -733,7 +474,7 @@ def _run_attacks(
             folder = out / "attacks" / split / name
             args = (model_dir, study, config, split, folder, target)
             jobs.append(((split, name), f"{split}: attack {name}", attack_job, args))
-    return _run_pool(pool, jobs, title="attacks", progress=progress)
+    return run_pool(pool, jobs, title="attacks", progress=progress)
 
 
 def _attack_rows(
@@ -744,8 +485,6 @@ def _attack_rows(
     timings: dict[str, float],
 ) -> dict[str, dict[str, Any]]:
     """Each attacked model's `attack/...` keys, by model name, for one split."""
-    from forgetbench.study.attack import attack_scores
-
     outcomes = {}
     for (where, name), job in attacks.items():
         if where == split:
@@ -780,8 +519,6 @@ def results_csv(rows: list[dict[str, Any]]) -> str:
     True on the row the leaderboard chose for its split and method (every seed's, with seeds),
     False on the method's other steps, empty for the reference models. The leaderboard is then
     the rows with leaderboard == True, sorted by forget quality."""
-    from forgetbench.report.tables import REFERENCE_METHODS, chosen_steps
-
     chosen = chosen_steps(rows)
     columns: list[str] = []
     for row in rows:

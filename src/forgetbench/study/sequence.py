@@ -19,8 +19,12 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.logs import EvalLog, SetLog
+from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
+from forgetbench.eval.runner import relative_scores, tofu_root
+from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.study.evaluate import Evaluated
+from forgetbench.study.jobs import eval_job, evaluate_model, run_pool, study_row, unlearn_split
 from forgetbench.study.resolve import Study
 
 # results.json row keys of the per-request numbers: sequence/request<j>/<what>.
@@ -31,8 +35,6 @@ def request_questions(tofu: Path, splits: list[str]) -> list[list[str]]:
     """Each request's questions: split k's minus split k-1's, refused where the splits do not
     nest or a request would forget nothing (at the tiny scale forget01, 05 and 10 are one
     author)."""
-    from forgetbench.data.tofu import load_tofu
-
     requests: list[list[str]] = []
     seen: set[str] = set()
     previous = None
@@ -72,8 +74,6 @@ class Step:
 def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
     """Every request of `study.sequence` with method `name`, each from the previous request's
     model (one pool job: the requests cannot run side by side)."""
-    from forgetbench.study.run import _evaluate, unlearn_split
-
     done: list[Step] = []
     after: tuple[str, Path] | None = None
     for k, split in enumerate(config.study.sequence, 1):
@@ -81,7 +81,7 @@ def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
         result, loop = unlearn_split(study, config, out, split, name, after=after)
         seconds = time.perf_counter() - t
         model = result.snapshots[-1][1]
-        evaluated = _evaluate(
+        evaluated = evaluate_model(
             model, study, config, split=split, folder=out / "sequence" / name / f"request-{k}",
             full=False,
         )  # fmt: skip
@@ -93,12 +93,10 @@ def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
 def one_shot_job(study: Study, config: Any, out: Path, name: str, split: str) -> Step:
     """Method `name` unlearning `split` in one request from the finetuned model: the study's own
     run on that split (the same cached stage), evaluated as the sequence's requests are."""
-    from forgetbench.study.run import _evaluate, unlearn_split
-
     t = time.perf_counter()
     result, loop = unlearn_split(study, config, out, split, name)
     seconds = time.perf_counter() - t
-    evaluated = _evaluate(
+    evaluated = evaluate_model(
         result.snapshots[-1][1], study, config, split=split,
         folder=out / "sequence" / name / f"one-shot-{split}", full=False,
     )  # fmt: skip
@@ -134,9 +132,6 @@ def request_scores(
     """Request k's own numbers: forget quality (against the union's retain model, on each
     request's questions alone) and forget ROUGE-L of every request so far, and the earlier
     requests' relearning: their ROUGE-L now minus right after request k-1."""
-    from forgetbench.eval.runner import relative_scores, tofu_root
-    from forgetbench.eval.tofu_eval import tofu_eval_sets
-
     records = tofu_eval_sets(
         tofu_root(study.data), step.split, max_questions=config.eval.max_questions
     )["forget"]
@@ -182,9 +177,6 @@ def sequence_rows(
     """The `sequence` rows of results.json: per union split the retain and finetuned models
     (mode "reference"), then per method each request (mode "sequential") and the one-shot run
     on the same union (mode "one-shot"; request 1's is the sequence's own first run)."""
-    from forgetbench.eval.runner import tofu_root
-    from forgetbench.study.run import _eval_job, _row, _run_pool
-
     splits = list(config.study.sequence)
     requests = request_questions(tofu_root(study.data), splits)
     methods = config.study.methods
@@ -193,7 +185,7 @@ def sequence_rows(
         for role, model_dir in (("retain", study.retain[split]), ("finetuned", study.finetuned)):
             folder = out / "sequence" / role / split
             args = (model_dir, study, config, split, folder, False)
-            jobs.append((("ref", split, role), f"sequence: {role} on {split}", _eval_job, args))
+            jobs.append((("ref", split, role), f"sequence: {role} on {split}", eval_job, args))
     for name in methods:
         args = (study, config, out, name)
         jobs.append((("seq", name), f"sequence: {name}", sequence_job, args))
@@ -201,7 +193,7 @@ def sequence_rows(
             args = (study, config, out, name, split)
             label = f"sequence: {name} one-shot on {split}"
             jobs.append((("one", name, split), label, one_shot_job, args))
-    futures = _run_pool(pool, jobs, title="sequence", progress=progress)
+    futures = run_pool(pool, jobs, title="sequence", progress=progress)
     references = {
         (split, role): futures["ref", split, role].result()[0]
         for split in splits
@@ -210,7 +202,7 @@ def sequence_rows(
 
     def row(step: Step, method: str, mode: str, k: int, extra: dict[str, Any]) -> dict[str, Any]:
         retain = references[step.split, "retain"]
-        base = _row(step.split, method, step.steps, step.epochs, step.evaluated, retain,
+        base = study_row(step.split, method, step.steps, step.epochs, step.evaluated, retain,
                     config, out, retain_logs)  # fmt: skip
         log = base.pop("log")
         return {**base, "mode": mode, "request": k, **extra, "log": log}

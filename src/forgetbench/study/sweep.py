@@ -4,7 +4,7 @@ written as a preset `forgetbench run --config` loads.
 
 The sweep file is a run config (its base settings: scale, unlearn.*, eval.*, ...) with one more
 section, `sweep` (`SweepSpec`). A trial is one method at one point of its space: `study.
-method_settings` for that method, run through the same `_method_job` (cached unlearning, cached
+method_settings` for that method, run through the same `method_job` (cached unlearning, cached
 evaluations) as `forgetbench run`, once per seed of `sweep.seeds`, on `sweep.select_split`. The
 selection never sees `sweep.report_split`, which is the split the preset makes `run` report on."""
 
@@ -22,9 +22,20 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forgetbench.config import FORGET_SPLITS, MethodName, MethodSettings, RunConfig
+from forgetbench.config import (
+    FORGET_SPLITS,
+    MethodName,
+    MethodSettings,
+    RunConfig,
+    _read_yaml,
+    validate_config,
+)
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
+from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
+from forgetbench.study.jobs import eval_job, method_job, study_row
+from forgetbench.study.resolve import resolve
+from forgetbench.study.run import load_retain_logs, with_setup_defaults
 
 SWEEP_FILE = "sweep.json"
 PRESET_FILE = "selected.yaml"
@@ -82,8 +93,6 @@ class Trial:
 
 def read_spec(path: str | Path) -> SweepSpec:
     """The `sweep` section of the sweep file at `path`, checked."""
-    from forgetbench.config import _read_yaml
-
     data = _read_yaml(Path(path)).get("sweep")
     if not isinstance(data, dict):
         raise ConfigError(
@@ -194,8 +203,6 @@ def _draw(rng: random.Random, values: Values) -> Any:
 
 def trial_config(config: RunConfig, trial: Trial) -> RunConfig:
     """The run config of `trial`: its method's `study.method_settings`, checked as a run would."""
-    from forgetbench.config import validate_config
-
     data = config.model_dump()
     data["study"]["method_settings"] = {trial.method: trial.settings_data()}
     return validate_config(data, source=f"sweep trial {trial.method} {trial.settings}")
@@ -214,8 +221,6 @@ def select(
     Ties go to the earlier step, then the earlier trial. `trial_rows`: (method, trial) -> that
     trial's rows (any seeds). Returns method -> {trial, step, forget_quality, model_utility,
     matched, note}."""
-    from forgetbench.report.tables import UTILITY_RATIO, choose, number, seed_means
-
     pooled: dict[str, list[dict[str, Any]]] = {}
     for (method, index), rows in trial_rows.items():
         for row in seed_means([{k: v for k, v in r.items() if k != "trial"} for r in rows]):
@@ -276,17 +281,9 @@ def run_sweep(
     executor: str = "process",
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Every trial on `spec.select_split` in `pool`, then sweep.json, selected.yaml and sweep.html
-    in `out`. `config` is the sweep's run config (its file without `sweep`, the flags, KEY=VALUE)."""
-    from forgetbench.study.resolve import resolve
-    from forgetbench.study.run import (
-        _eval_job,
-        _method_job,
-        _row,
-        load_retain_logs,
-        with_setup_defaults,
-    )
-
+    """Every trial on `spec.select_split` in `pool`, then sweep.json and selected.yaml in `out`
+    (the command draws sweep.html from the result: the study layer never imports the report).
+    `config` is the sweep's run config (its file without `sweep`, the flags, KEY=VALUE)."""
     started = time.perf_counter()
     split = spec.select_split
     trials = expand(spec)
@@ -301,31 +298,29 @@ def run_sweep(
     for role, model_dir in (("retain", study.retain.get(split)), ("finetuned", study.finetuned)):
         if model_dir is not None:
             folder = out / "logs" / split / role / "step-0"
-            references[role] = pool.submit(_eval_job, model_dir, study, config, split, folder, True)
+            references[role] = pool.submit(eval_job, model_dir, study, config, split, folder, True)
     jobs = {}
     for trial in trials:
         for seed in spec.seeds:
             logs = out / "logs" / split / trial.method / f"trial-{trial.index}" / f"seed-{seed}"
             jobs[trial.method, trial.index, seed] = pool.submit(
-                _method_job, study, configs[trial.method, trial.index], out, split,
+                method_job, study, configs[trial.method, trial.index], out, split,
                 trial.method, seed, logs,
             )  # fmt: skip
     evaluated = {role: job.result()[0] for role, job in references.items()}
     retain = evaluated.get("retain")
     reference_rows = {
-        role: _row(split, role, 0, 0.0, e, retain, config, out, retain_logs)
+        role: study_row(split, role, 0, 0.0, e, retain, config, out, retain_logs)
         for role, e in evaluated.items()
     }
     trial_rows: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for (method, index, seed), job in jobs.items():
         trajectory = job.result()
         for step, epoch, _, result in trajectory.snapshots:
-            row = _row(
+            row = study_row(
                 split, method, step, epoch, result, retain, config, out, retain_logs, seed=seed
             )
             trial_rows.setdefault((method, index), []).append({**row, "trial": index})
-    from forgetbench.report.tables import number
-
     finetuned = reference_rows.get("finetuned")
     utility = number(finetuned, "model_utility") if finetuned else None
     chosen = select(trial_rows, utility)
@@ -360,7 +355,4 @@ def run_sweep(
         "timings": {k: round(v, 2) for k, v in timings.items()},
     }  # fmt: skip
     atomic_write_json(out / SWEEP_FILE, result)
-    from forgetbench.report.sweep import render_sweep
-
-    atomic_write_text(out / REPORT_FILE, render_sweep(result))
     return result

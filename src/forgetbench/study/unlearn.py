@@ -5,31 +5,20 @@ through the engine."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import replace
 from pathlib import Path
 
-from forgetbench.config import FORGET_SPLITS, RunConfig
+from forgetbench.config import RunConfig, retain_split_for
 from forgetbench.data.tofu import load_tofu
-from forgetbench.errors import ConfigError, DataError
+from forgetbench.errors import DataError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
 from forgetbench.methods.refusals import load_refusals
 from forgetbench.records import QARecord
 from forgetbench.study.resolve import resolve
 from forgetbench.train.loop import LoopConfig
+from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import ALTERNATE_FIELDS, UnlearnResult, run_unlearning
-
-
-def retain_split_for(split: str) -> str:
-    """forgetNN -> retain(100-NN); the miniature's forgetNN_instances -> retain(100-NN)_instances."""
-    match = re.fullmatch(r"forget(\d\d)(_instances)?", split)
-    if match is None or split.removesuffix("_instances") not in FORGET_SPLITS:
-        raise ConfigError(
-            f"unlearning split '{split}' is not a forget split",
-            f"use one of {', '.join(FORGET_SPLITS)}",
-        )
-    return f"retain{100 - int(match.group(1))}{match.group(2) or ''}"
 
 
 def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[QARecord]:
@@ -67,8 +56,6 @@ def resolve_method(
     u = config.unlearn
     keep = getattr(get_method(name), "model_options", frozenset())
     if u.preset is not None:
-        from forgetbench.train.presets import unlearn_preset
-
         loop, own = unlearn_preset(u.preset, name)
         options = {**{k: v for k, v in options.items() if k in keep}, **own}
     loop = replace(
@@ -97,13 +84,6 @@ def unlearn_lora(config: RunConfig) -> dict[str, object] | None:
     if not u.lora:
         return None
     return {"rank": u.lora_rank, "alpha": u.lora_alpha, "target_modules": u.lora_targets}
-
-
-def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:
-    # TOFU's unlearning recipe (forgetbench/presets/tofu.yaml), the same for every method.
-    from forgetbench.train.presets import unlearn_preset
-
-    return unlearn_preset("tofu")
 
 
 def unlearn_command(

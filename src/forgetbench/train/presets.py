@@ -1,33 +1,15 @@
 """Per-setup unlearning defaults as named presets: YAML files shipped in forgetbench/presets
 (`mini` for the built-in tiny models, `tofu` for any Hugging Face model). The numbers are data;
 a rule that depends on the model (a `DepthScaledMethod`: RMU's steered block) stays with the
-method."""
+method. The files are read by `forgetbench.config` (which checks `unlearn.preset` against them);
+this module turns them into a training loop."""
 
 from __future__ import annotations
 
-from importlib.resources import files
 from typing import Any
 
-import yaml
-
-from forgetbench.errors import UnknownNameError
+from forgetbench.config import PRESETS, preset_names, read_preset
 from forgetbench.train.loop import LoopConfig
-
-PRESETS = files("forgetbench") / "presets"
-
-
-def preset_names() -> list[str]:
-    return sorted(
-        p.name.removesuffix(".yaml") for p in PRESETS.iterdir() if p.name.endswith(".yaml")
-    )
-
-
-def read_preset(name: str, *, kind: str = "preset") -> dict[str, Any]:
-    # Checked against the shipped names, not as a path: a name is never a file to go looking for.
-    known = preset_names()
-    if name not in known:
-        raise UnknownNameError(kind, name, known)
-    return yaml.safe_load((PRESETS / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
 def eval_preset(name: str) -> dict[str, Any]:
@@ -41,3 +23,6 @@ def unlearn_preset(name: str, method: str | None = None) -> tuple[LoopConfig, di
     preset = read_preset(name)
     own = preset.get("methods", {}).get(method, {})
     return LoopConfig(**{**preset["loop"], **own.get("loop", {})}), dict(own.get("options", {}))
+
+
+__all__ = ["PRESETS", "eval_preset", "preset_names", "read_preset", "unlearn_preset"]

@@ -22,7 +22,8 @@ def score_answers_naive(
     """The reference path `forgetbench bench eval` times the fast ones against: one pair at a time,
     every prompt re-encoded, logits over every position, no cache, no de-duplication."""
     from forgetbench.eval.outputs.scoring import prompt_too_long
-    from forgetbench.modeling import IGNORE_INDEX, encode_prompt_answer
+    from forgetbench.modeling import encode_prompt_answer
+    from forgetbench.records import IGNORE_INDEX
 
     model.eval()
     out = []

@@ -51,7 +51,8 @@ def score_answers(
     independent of batch size and order (tested). Pairs that share a prompt are scored faster
     by `score_candidates`, which encodes the prompt once.
     """
-    from forgetbench.modeling import IGNORE_INDEX, collate, encode_prompt_answer
+    from forgetbench.modeling import collate, encode_prompt_answer
+    from forgetbench.records import IGNORE_INDEX
 
     require_pad(tokenizer)
     model.eval()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from forgetbench.report.tables import (
+from forgetbench.rows import (
     UTILITY_RATIO,
     Row,
     final,

@@ -1,0 +1,259 @@
+"""The steps every kind of study is made of: unlearn one method on one split (the one place a study
+calls the engine), evaluate a model, turn an evaluation into a results row, and run jobs in a
+pool with a progress bar. `run`, `sweep`, `sequence`, `transfer` and the meta-evaluation build
+on them, so none of those imports another to reach them."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from forgetbench.config import RunConfig, retain_split_for
+from forgetbench.data.logs import EvalLog
+from forgetbench.data.tofu import load_tofu
+from forgetbench.eval.runner import EXTRA_NAME, relative_scores, tofu_root
+from forgetbench.eval.tasks.mia import relative_membership
+from forgetbench.io import read_json
+from forgetbench.methods.refusals import load_refusals
+from forgetbench.modeling import load_tokenizer
+from forgetbench.study.evaluate import Evaluated, evaluate_cached
+from forgetbench.study.format_data import format_texts, split_authors
+from forgetbench.study.pool import InlinePool
+from forgetbench.study.resolve import Study
+from forgetbench.study.unlearn import forget_records, resolve_method, unlearn_lora
+from forgetbench.train.unlearn import run_unlearning
+
+
+@dataclass
+class Shadows:
+    """A split's shadow models for LiRA / RMIA: each one's MIA log and membership mask over the
+    split's candidates (forget then holdout items, the MIA log's order)."""
+
+    items: list[list[dict[str, Any]]]
+    members: list[list[bool]]
+
+
+def mia_items(evaluated: Evaluated | None) -> list[dict[str, Any]] | None:
+    """The per-item MIA log of an evaluation (`extra_log.json`), None when it has none."""
+    if evaluated is None or not (evaluated.folder / EXTRA_NAME).is_file():
+        return None
+    items = read_json(evaluated.folder / EXTRA_NAME, what="evaluation log").get("mia")
+    return items if isinstance(items, list) and items else None
+
+
+def study_row(
+    split: str,
+    method: str,
+    step: int,
+    epoch: float,
+    evaluated: Evaluated,
+    reference: Evaluated | None,
+    config: RunConfig,
+    out: Path,
+    retain_logs: dict[str, EvalLog],
+    shadows: Shadows | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+
+    scores = dict(evaluated.scores)
+    items = mia_items(evaluated)
+    if items is not None:
+        # Row-time attacks: they need the retain model's and the shadows' logs beside this one.
+        scores.update(
+            relative_membership(
+                items,
+                reference_items=mia_items(reference),
+                shadow_items=shadows.items if shadows else (),
+                shadow_members=shadows.members if shadows else (),
+                gamma=config.eval.mia_rmia_gamma,
+            )
+        )
+    reference_log = reference.log if reference else retain_logs.get(split)
+    scores.update(
+        relative_scores(
+            evaluated.log,
+            scores,
+            reference_log,
+            reference.scores if reference else None,
+            form=config.eval.truth_ratio_form,
+        )
+    )
+    scores.setdefault("forget_quality", None)
+    return {
+        "split": split,
+        "method": method,
+        **({} if seed is None else {"seed": seed}),
+        "step": step,
+        "epoch": round(epoch, 4),
+        **scores,
+        "log": str(evaluated.folder.relative_to(out)),
+    }
+
+
+def evaluate_model(
+    model_dir: Path, study: Study, config: RunConfig, *, split: str, folder: Path, full: bool
+) -> Evaluated:
+    """Every metric, or (`full=False`, trajectory snapshots) all but the formats and LUME tasks,
+    which generate many more answers."""
+    options = config.eval
+    if not full:
+        options = options.model_copy(update={"formats": False, "lume": False})
+    return evaluate_cached(
+        model_dir, study, split=split, options=options, folder=folder, model=config.model
+    )
+
+
+def eval_job(
+    model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, full: bool
+) -> tuple[Evaluated, float]:
+    t = time.perf_counter()
+    evaluated = evaluate_model(model_dir, study, config, split=split, folder=folder, full=full)
+    return evaluated, time.perf_counter() - t
+
+
+def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
+    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
+    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
+    settings = config.study.method_settings.get(name)
+    update: dict[str, Any] = {}
+    if settings is not None:
+        loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
+        update["unlearn"] = config.unlearn.model_copy(update=loop)
+        update["method"] = {**config.method, **settings.options}
+    if seed is not None:
+        update["seed"] = seed
+    return config.model_copy(update=update) if update else config
+
+
+def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
+    """Where one method run's evaluations go: a folder per seed when the study has seeds."""
+    folder = out / "logs" / split / name
+    return folder if seed is None else folder / f"seed-{seed}"
+
+
+def unlearn_split(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    *,
+    fmt: str = "qa",
+    after: tuple[str, Path] | None = None,
+) -> tuple[Any, Any]:  # UnlearnResult, LoopConfig
+    """One method's unlearning run on one split (at `seed`, with its `study.method_settings`): a
+    cached stage, shared by the study's trajectory, the meta-evaluation's attacked models, the
+    cross-format matrix and the sequences of requests. `fmt` other than qa presents the forget
+    and retain sets as that format's training texts (study/transfer.py); `after` = (previous
+    split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
+    model and forgets only the questions `split` adds to the previous one."""
+    config = method_config(config, name, seed)
+    tofu = tofu_root(study.data)
+    loop, options = study.unlearn_defaults(name)
+    loop, method = resolve_method(config, name, loop, options)
+    forget: list[Any] = forget_records(tofu, split, method)
+    retain: list[Any] = load_tofu(tofu, retain_split_for(split))
+    start, label = study.finetuned, split
+    if fmt != "qa":
+        tokenizer = load_tokenizer(
+            study.finetuned, trust_remote_code=config.model.trust_remote_code
+        )
+        forget = format_texts(
+            study.data, fmt, "forget", study.template, tokenizer,
+            authors=split_authors(tofu, split),
+        )  # fmt: skip
+        retain = format_texts(study.data, fmt, "retain", study.template, tokenizer)
+        label = f"{split}-{fmt}"
+    if after is not None:
+        earlier = {r.question for r in load_tofu(tofu, after[0])}
+        forget = [r for r in forget if r.question not in earlier]
+        start, label = after[1], f"{split}-after-{after[0]}"
+    result = run_unlearning(
+        out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,
+        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
+        split=label, max_length=study.max_length,
+        snapshot_every=config.unlearn.snapshot_every, progress=False,
+        trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
+    )  # fmt: skip
+    return result, loop
+
+
+@dataclass
+class Trajectory:
+    """One method on one split: its snapshots' evaluations, in step order."""
+
+    snapshots: list[tuple[int, float, bool, Evaluated]]  # step, epoch, final, evaluation
+    unlearn_seconds: float
+    eval_seconds: float
+    final_model: Path  # the last snapshot's model folder, which the attacks start from
+    unlearn_peak_gpu_mib: float | None = None
+
+
+def method_job(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    logs: Path | None = None,
+) -> Trajectory:
+    """Unlearn with one method on one split (at `seed`, with its `study.method_settings`), then
+    evaluate every snapshot after step 0 into `logs` (default `method_logs`)."""
+    logs = logs or method_logs(out, split, name, seed)
+    t = time.perf_counter()
+    result, loop = unlearn_split(study, config, out, split, name, seed)
+    unlearn_seconds = time.perf_counter() - t
+    t = time.perf_counter()
+    total_steps = result.snapshots[-1][0]
+    snapshots = []
+    for step, path in result.snapshots:
+        if step == 0:
+            continue  # the finetuned model, evaluated with the references
+        final = step == total_steps
+        evaluated = evaluate_model(
+            path, study, config, split=split, folder=logs / f"step-{step}",
+            full=final or config.study.trajectory_formats,
+        )  # fmt: skip
+        epoch = loop.epochs * step / total_steps if total_steps else 0.0
+        snapshots.append((step, epoch, final, evaluated))
+    final_model = result.snapshots[-1][1]
+    return Trajectory(
+        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib
+    )
+
+
+Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args
+
+
+def run_pool(pool: Any, jobs: list[Job], *, title: str, progress: bool) -> dict[Any, Future]:
+    """Every job submitted to `pool` with a progress bar; returns its futures by key once all
+    finished (the first failure stops the study with its own message)."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    futures: dict[Any, Future] = {}
+    with Progress(*columns, disable=not progress, transient=False) as bar:
+        task = bar.add_task(f"{title} ({pool.workers} workers)", total=len(jobs))
+        inline = isinstance(pool, InlinePool)  # a job runs inside submit, one at a time
+        labels: dict[Future, str] = {}
+        for key, label, function, args in jobs:
+            bar.update(task, description=label if inline else "submitting")
+            futures[key] = pool.submit(function, *args)
+            labels[futures[key]] = label
+            bar.update(task, advance=1 if inline else 0)
+        for job in as_completed(labels):
+            job.result()
+            if not inline:
+                bar.update(task, advance=1, description=f"done {labels[job]}")
+    return futures

@@ -2,7 +2,7 @@
 # The GPU check: run it whenever a GPU is lent (at most 8 minutes on one H100/H200). Prepare
 # here with `bash scripts/gpu_wheels.sh`, then on the device, carrying .whl:
 #     bash scripts/gpu_check.sh          (writes $OUT/gpu_check.json and $OUT/logs/*)
-# Steps: the GPU-marked tests, peak memory of one step of every method (LoRA on the 8B-shaped
+# Each step has its own time limit (480 s in all). Steps: the GPU-marked tests, peak memory of one step of every method (LoRA on the 8B-shaped
 # Llama in bf16, full-parameter on the 1B-shaped one), `bench eval` with the GPU's own matmul
 # peak, and the small built-in study on CUDA (every method, shadows, attacks), each timed.
 set -uo pipefail
@@ -16,7 +16,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=$PWD/src:$PWD/tests${PYTHONPATH:+:$PYTHONPATH}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 FORGETBENCH_CACHE=/tmp/forgetbench-cache
-PY=python3
+PY=${PY:-python3}  # the GPU image's python3 holds torch
 FB="$PY -m forgetbench.cli"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/logs/gpu.txt" 2>&1
 
@@ -29,11 +29,11 @@ step() {  # step NAME TIMEOUT COMMAND...: run, log, record seconds and exit code
 }
 
 rm -f "$OUT/steps.jsonl"
-step pytest_gpu 120 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
-step memory_8b_lora 150 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
-step memory_1b_full 90 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
-step bench_eval 90 $FB bench eval --scale small --json
-step study_small 240 $FB run --scale small --splits forget10 --out "$OUT/study" --no-progress --json
+step pytest_gpu 60 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
+step memory_8b_lora 120 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
+step memory_1b_full 60 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
+step bench_eval 60 $FB bench eval --scale small --out "$OUT/bench" --json
+step study_small 180 $FB run --scale small --splits forget10 --out "$OUT/study" --no-progress --json
 
 $PY - "$OUT" <<'PY'
 import json, pathlib, sys

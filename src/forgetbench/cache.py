@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from forgetbench.errors import FilesystemError
-from forgetbench.io import atomic_write_text, set_aside
+from forgetbench.io import atomic_write_text, replace_symlink, set_aside
 
 CACHE_ENV = "FORGETBENCH_CACHE"
 OFF = ("", "0", "off", "none", "false")
@@ -183,10 +183,7 @@ def _link(folder: Path, entry: Path) -> None:
     if folder.is_symlink() and folder.resolve() == entry.resolve():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(f".{folder.name}.link-{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(entry.resolve(), target_is_directory=True)
-    os.replace(tmp, folder)  # atomic: the link is either the old one or the new one
+    replace_symlink(folder, entry.resolve())
 
 
 def survey(root: Path) -> tuple[list[Path], list[Path]]:

@@ -944,11 +944,11 @@ def _require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:
     holdout only turns membership inference off, and says so."""
     from forgetbench.data.tofu import require_splits, split_file
     from forgetbench.eval.runner import tofu_root
+    from forgetbench.eval.tofu_eval import eval_set_files
 
     split = config.benchmark.split
     tofu = tofu_root(data)
-    needed = [f"{split}_perturbed", "retain_perturbed", "real_authors_perturbed",
-              "world_facts_perturbed"]  # fmt: skip
+    needed = list(eval_set_files(split).values())
     holdout = split.replace("forget", "holdout")
     if config.eval.mia and tofu.is_dir() and split_file(tofu, holdout) is not None:
         needed.append(split)  # the members' side of membership inference

@@ -263,6 +263,19 @@ def set_aside(path: Path) -> Path:
     return target
 
 
+def replace_symlink(link: Path, target: str | Path, *, tag: str = "link") -> None:
+    """Point `link` at `target` atomically: a reader sees the old link or the new one, never
+    none (a temp link beside it, then rename)."""
+    tmp = link.with_name(f".{link.name}.{tag}-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        tmp.symlink_to(target, target_is_directory=True)
+        os.replace(tmp, link)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def readable_alias(out: Path, name: str, target: Path) -> Path | None:
     """`out/name`, a relative symlink to `target` (a model folder under a hashed stage name), so a
     user can write `runs/x/finetuned` instead of finding `runs/x/models/finetune-<key>/model`.
@@ -271,14 +284,12 @@ def readable_alias(out: Path, name: str, target: Path) -> Path | None:
     link = Path(out) / name
     if link.exists() and not link.is_symlink():
         return None
-    tmp = link.with_name(f".{name}.alias-{os.getpid()}")
     try:
-        tmp.unlink(missing_ok=True)
         # Through the run folder's own stage link (abspath, not resolve): the alias stays inside
         # the run folder, wherever the shared cache behind that link lives.
-        tmp.symlink_to(os.path.relpath(os.path.abspath(target), os.path.abspath(out)))
-        os.replace(tmp, link)
+        replace_symlink(
+            link, os.path.relpath(os.path.abspath(target), os.path.abspath(out)), tag="alias"
+        )
     except OSError:
-        tmp.unlink(missing_ok=True)
         return None  # a convenience: a file system without symlinks loses nothing else
     return link

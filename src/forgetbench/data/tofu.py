@@ -129,9 +129,9 @@ def require_splits(folder: str | Path, splits: Sequence[str], *, reader: str) ->
 
 
 def _find_split_file(folder: Path, split: str) -> Path:
-    for name in (f"{split}.jsonl", f"{split}.json"):
-        if (folder / name).is_file():
-            return folder / name
+    found = split_file(folder, split)
+    if found is not None:
+        return found
     raise DataError(
         f"no file for TOFU split '{split}' in {folder}",
         f"expected {split}.json or {split}.jsonl there",

@@ -10,6 +10,16 @@ from forgetbench.errors import ConfigError
 from forgetbench.records import QARecord
 
 
+def eval_set_files(split: str) -> dict[str, str]:
+    """The TOFU split file each of the four evaluation sets of forget split `split` reads."""
+    return {
+        "forget": f"{split}_perturbed",
+        "retain": "retain_perturbed",
+        "real_authors": "real_authors_perturbed",
+        "world_facts": "world_facts_perturbed",
+    }
+
+
 def tofu_eval_sets(
     data: str | Path, split: str, *, max_questions: int | None = None
 ) -> dict[str, list[QARecord]]:
@@ -19,12 +29,7 @@ def tofu_eval_sets(
     source = Path(data)
     if (source / "manifest.json").is_file() and (source / "tofu").is_dir():
         source = source / "tofu"
-    sets = {
-        "forget": load_tofu(source, f"{split}_perturbed"),
-        "retain": load_tofu(source, "retain_perturbed"),
-        "real_authors": load_tofu(source, "real_authors_perturbed"),
-        "world_facts": load_tofu(source, "world_facts_perturbed"),
-    }
+    sets = {name: load_tofu(source, file) for name, file in eval_set_files(split).items()}
     return {name: first_questions(records, max_questions) for name, records in sets.items()}
 
 

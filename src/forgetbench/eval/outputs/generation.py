@@ -34,13 +34,13 @@ def greedy_generate(
     text is what the continuation depends on); a context no longer than `max_new_tokens` gives
     half of it to the answer.
     """
-    from forgetbench.modeling import adds_bos
+    from forgetbench.modeling import adds_bos, model_context
 
     require_pad(tokenizer)
     model.eval()
     pad = tokenizer.pad_token_id
     stops = {"stop_strings": [s for s in stop_strings if s], "tokenizer": tokenizer}
-    context = getattr(model.config, "max_position_embeddings", None)
+    context = model_context(model)
     if context and max_new_tokens >= context:
         # A context shorter than the answer asked for: half for the prompt's end, half for the
         # answer (any more would index past the model's positions).

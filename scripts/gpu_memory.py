@@ -41,6 +41,7 @@ def main() -> int:
     from forgetbench.train.loop import enable_gradient_checkpointing
     from forgetbench.train.unlearn import (
         _REFERENCE_FIELDS,
+        lora_for_method,
         UnlearnItem,
         collate_items,
         method_loss,
@@ -89,7 +90,7 @@ def main() -> int:
         weights = torch.cuda.memory_allocated() if cuda else 0
         plan = with_reference_logps(model, items, pad_id=0, fields=needs & _REFERENCE_FIELDS)
         if args.lora:
-            model = apply_lora(model)
+            model = apply_lora(model, **lora_for_method(method, model, {}))
         if args.gradient_checkpointing:
             enable_gradient_checkpointing(model)
         model.train()
@@ -115,7 +116,7 @@ def main() -> int:
             optimizer.step()
             peak = torch.cuda.max_memory_allocated() if cuda else 0
             row.update(
-                loss=float(value if hook is None else forget_loss),
+                loss=float((value if hook is None else forget_loss).detach()),
                 weights_gib=round(weights / 2**30, 2),
                 peak_gib=round(peak / 2**30, 2),
                 seconds=round(time.perf_counter() - started, 1),

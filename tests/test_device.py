@@ -343,3 +343,28 @@ def test_a_selective_method_with_lora_trains_only_the_adapters_on_its_modules():
     assert trained and all("lora_" in n and "down_proj" in n for n in trained)
     with pytest.raises(ConfigError, match="none of them carries an adapter"):
         method_loss(method, apply_lora(build_tiny_model(tokenizer, seed=0)))
+
+
+def test_rmu_with_lora_and_no_targets_adapts_exactly_the_modules_rmu_updates(tmp_path):
+    # The architecture's default targets (q_proj, v_proj) carry none of RMU's modules; with no
+    # targets given, the adapters go on the down-projections of RMU's update layers.
+    from forgetbench.modeling import load_model, save_model
+    from forgetbench.train.loop import LoopConfig
+    from forgetbench.train.unlearn import run_unlearning
+
+    tokenizer = toy_tokenizer()
+    base = build_tiny_model(tokenizer, scale="tiny", seed=0)
+    start_dir = save_model(base, tokenizer, tmp_path / "start")
+    method = _method("rmu", base.config.num_hidden_layers)
+    records = [QARecord(q, a) for q, a in toy_qa()]
+    config = LoopConfig(lr=5e-3, epochs=1, batch_size=2, per_device_batch_size=2, warmup_epochs=0)
+    result = run_unlearning(
+        tmp_path / "lora", model_dir=start_dir, forget=records[:4], retain=records[4:10],
+        method=method, config=config, template=TEMPLATE, refusals=REFUSALS, split="forget10",
+        max_length=128, progress=False, lora={"rank": 4, "alpha": 8, "target_modules": None},
+    )  # fmt: skip
+    start = dict(load_model(start_dir, device="cpu")[0].named_parameters())
+    model, _ = load_model(result.model_dir, device="cpu")
+    moved = {n for n, p in model.named_parameters() if not torch.equal(p, start[n])}
+    expected = {f"model.layers.{i}.mlp.down_proj.weight" for i in method.update_layers}
+    assert moved == expected

@@ -550,12 +550,13 @@ def apply_lora(
 
     if rank < 1:
         raise ConfigError(f"train.lora_rank must be >= 1, got {rank}")
-    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}  # type: ignore[attr-defined]
+    full_names = {name for name, _ in model.named_modules()}  # type: ignore[attr-defined]
+    names = full_names | {name.rsplit(".", 1)[-1] for name in full_names}
     missing = [t for t in target_modules or () if t not in names]
     if missing:
         raise ConfigError(
             f"lora_targets: this model has no module named {', '.join(missing)}",
-            "name modules it has (the last part of a name in model.named_modules()), or leave "
+            "name modules it has (a name in model.named_modules() or its last part), or leave "
             "lora_targets unset to find them from the architecture",
         )
     config = LoraConfig(

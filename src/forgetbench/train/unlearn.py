@@ -389,6 +389,26 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
     return loss, hook
 
 
+def lora_for_method(method: UnlearnMethod, model: Any, lora: dict[str, Any]) -> dict[str, Any]:
+    """`lora` with, when it names no targets and `method` trains only some modules (RMU's
+    down-projections of three blocks), adapters on exactly those modules: the architecture's
+    default targets (attention projections) would leave the method nothing to train."""
+    if lora.get("target_modules") or not isinstance(method, SelectiveMethod):
+        return lora
+    before = {name: p.requires_grad for name, p in model.named_parameters()}
+    try:
+        method.select_trainable(model)
+        chosen = [name for name, p in model.named_parameters() if p.requires_grad]
+    finally:
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad = before[name]
+    if len(chosen) == len(before):
+        return lora  # the method trains everything: the architecture's defaults
+    linear = {name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    modules = sorted({name.rsplit(".", 1)[0] for name in chosen} & linear)
+    return {**lora, "target_modules": modules} if modules else lora
+
+
 def _keep_adapters_only(method: UnlearnMethod, model: Any) -> None:
     """With LoRA only adapters may train (the base weights are also the reference model): of the
     parameters a selective method chose, keep the adapters'."""
@@ -502,7 +522,7 @@ def run_unlearning(
             model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
         )
         if lora:
-            model = apply_lora(model, **lora)
+            model = apply_lora(model, **lora_for_method(method, model, lora))
         loss, hook = method_loss(method, model)
 
         from accelerate import PartialState

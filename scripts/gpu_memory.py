@@ -41,9 +41,9 @@ def main() -> int:
     from forgetbench.train.loop import enable_gradient_checkpointing
     from forgetbench.train.unlearn import (
         _REFERENCE_FIELDS,
-        lora_for_method,
         UnlearnItem,
         collate_items,
+        lora_for_method,
         method_loss,
         with_reference_logps,
     )

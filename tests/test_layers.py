@@ -67,7 +67,8 @@ def test_the_engine_and_the_evaluation_name_no_method(folder):
 # here, which is the point: where it sits is a decision, not an accident of who imported it first.
 LAYERS = (
     ("forgetbench", "errors"),
-    ("io", "registry", "records", "device"),
+    ("io", "registry", "records", "device_names"),
+    ("device",),  # torch placement; the typed config reads only device_names
     ("methods", "metrics", "data", "attacks", "results", "cache", "intervals"),
     ("config",),  # checks method names and option ranges against the method registry
     ("modeling", "benchmarks", "rows"),

@@ -19,6 +19,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
 
+from forgetbench.device_names import DEVICE_SPEC, DTYPE_NAMES, MIXED_PRECISIONS
 from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
 from forgetbench.io import MAX_DEPTH, check_depth, read_text
 
@@ -146,12 +147,12 @@ class ModelConfig(_Section):
         description="how a question and its answer are laid out; auto = TOFU's own format for "
         "TOFU's checkpoints",
     )
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+    dtype: Literal[DTYPE_NAMES] = Field(  # type: ignore[valid-type]
         "float32", description="weights' dtype: loaded models and the built-in ones"
     )
     device: str = Field(
         "auto",
-        pattern=r"^(auto|cpu|cuda|cuda:\d+)$",
+        pattern=DEVICE_SPEC,
         description="where every model runs: auto (the GPU when torch sees one), cpu, cuda, cuda:N",
     )
     size: Literal[MODEL_SIZES] = Field(  # type: ignore[valid-type]
@@ -159,7 +160,7 @@ class ModelConfig(_Section):
         description="the built-in model's shape: auto (the scale's), tiny, small, full, or the "
         "sizes people run: 125m, 1b, 8b (Llama-3 block shapes)",
     )
-    mixed_precision: Literal["no", "bf16", "fp16"] = Field(
+    mixed_precision: Literal[MIXED_PRECISIONS] = Field(  # type: ignore[valid-type]
         "no", description="training autocast over float32 weights (accelerate): no, bf16, fp16"
     )
     gradient_checkpointing: bool = Field(

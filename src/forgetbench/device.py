@@ -19,13 +19,13 @@ from typing import Any
 
 import torch
 
+from forgetbench.device_names import DEVICE_SPEC, DTYPE_NAMES, MIXED_PRECISIONS
 from forgetbench.errors import ConfigError
 
 DEVICE_ENV = "FORGETBENCH_DEVICE"
 PRECISION_ENV = "FORGETBENCH_PRECISION"
-DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda|cuda:\d+|meta)$")
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-MIXED_PRECISIONS = ("no", "bf16", "fp16")
+DEVICE_PATTERN = re.compile(DEVICE_SPEC.replace(")$", "|meta)$"))  # meta: the CPU suite's guard
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 
 def resolve_device(spec: str) -> torch.device:

@@ -1,0 +1,9 @@
+"""The values the device and precision options accept, without torch: the typed config (read by
+`forgetbench --help`, which must not wait for torch) and `forgetbench.device` both take them from
+here."""
+
+from __future__ import annotations
+
+DEVICE_SPEC = r"^(auto|cpu|cuda|cuda:\d+)$"  # `model.device`; the device module adds `meta`
+DTYPE_NAMES = ("float32", "bfloat16", "float16")  # `model.dtype`
+MIXED_PRECISIONS = ("no", "bf16", "fp16")  # `model.mixed_precision`

@@ -368,3 +368,16 @@ def test_rmu_with_lora_and_no_targets_adapts_exactly_the_modules_rmu_updates(tmp
     moved = {n for n, p in model.named_parameters() if not torch.equal(p, start[n])}
     expected = {f"model.layers.{i}.mlp.down_proj.weight" for i in method.update_layers}
     assert moved == expected
+
+
+def test_a_stage_cost_is_filled_when_its_block_ends_and_has_no_memory_key_on_the_cpu():
+    from forgetbench.device import StageCost, stage_cost
+
+    with stage_cost() as cost:
+        sum(range(10_000))
+    assert cost.seconds > 0 and cost.peak_gpu_mib is None
+    assert list(cost.record()) == ["seconds"]
+    assert StageCost(2.0, 512.5).record() == {"seconds": 2.0, "peak_gpu_mib": 512.5}
+    with pytest.raises(ValueError), stage_cost() as failed:
+        raise ValueError
+    assert failed.seconds == 0.0  # a failed stage records nothing

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -153,3 +155,27 @@ def peak_memory_mib() -> float | None:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         return round(torch.cuda.max_memory_allocated() / 2**20, 1)
     return None
+
+
+@dataclass
+class StageCost:
+    """What a training stage cost: wall seconds and, on a GPU, peak allocated memory."""
+
+    seconds: float = 0.0
+    peak_gpu_mib: float | None = None
+
+    def record(self) -> dict[str, float]:
+        """The stage record's fields (no memory key on the CPU, as before GPUs were measured)."""
+        peak = {"peak_gpu_mib": self.peak_gpu_mib} if self.peak_gpu_mib is not None else {}
+        return {"seconds": self.seconds, **peak}
+
+
+@contextmanager
+def stage_cost() -> Iterator[StageCost]:
+    """Measure the block: filled in when it ends without an exception."""
+    cost = StageCost()
+    reset_peak_memory()
+    started = time.perf_counter()
+    yield cost
+    cost.seconds = time.perf_counter() - started
+    cost.peak_gpu_mib = peak_memory_mib()

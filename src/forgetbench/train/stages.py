@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from forgetbench import __version__
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
-from forgetbench.device import peak_memory_mib, place_model, precision, reset_peak_memory
+from forgetbench.device import place_model, precision, stage_cost
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json
 from forgetbench.methods._terms import per_sample_nll
@@ -172,21 +171,18 @@ def run_stage(
             # TOFU's recipe: mean NLL over each sample's answer tokens, then the batch mean.
             return per_sample_nll(forward_logits(m, batch), batch["labels"]).mean()
 
-        started = time.perf_counter()
-        reset_peak_memory()
-        result = train_loop(
-            model,
-            examples,
-            loss_fn=loss_fn,
-            collate_fn=lambda batch: collate(batch, pad_id=tokenizer.pad_token_id),
-            config=config,
-            out_dir=folder / "work",
-            progress=progress,
-        )
-        if lora:
-            model = merge_lora(model)
-        seconds = time.perf_counter() - started
-        peak = peak_memory_mib()
+        with stage_cost() as cost:
+            result = train_loop(
+                model,
+                examples,
+                loss_fn=loss_fn,
+                collate_fn=lambda batch: collate(batch, pad_id=tokenizer.pad_token_id),
+                config=config,
+                out_dir=folder / "work",
+                progress=progress,
+            )
+            if lora:
+                model = merge_lora(model)
         publish_model(
             folder,
             model,
@@ -201,12 +197,13 @@ def run_stage(
                 "config": config_key(config),
                 "lora": lora,
                 "losses": result.losses,
-                "seconds": seconds,
-                **({"peak_gpu_mib": peak} if peak is not None else {}),
+                **cost.record(),
                 "forgetbench": __version__,
             },
         )
-        return StageResult(name, folder / "model", False, result.losses, seconds, peak)
+        return StageResult(
+            name, folder / "model", False, result.losses, cost.seconds, cost.peak_gpu_mib
+        )
 
 
 def loop_config(config: RunConfig) -> LoopConfig:

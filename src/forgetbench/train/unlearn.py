@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ import torch
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
-from forgetbench.device import peak_memory_mib, reset_peak_memory, to_model_device
+from forgetbench.device import stage_cost, to_model_device
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
@@ -539,32 +538,29 @@ def run_unlearning(
                     folder / "snapshots" / f"step-{step}",
                 )
 
-        started = time.perf_counter()
-        reset_peak_memory()
-        try:
-            result = train_loop(
-                model,
-                lambda epoch: plan[epoch],
-                loss_fn=None if hook else loss,
-                step_hook=hook,
-                collate_fn=lambda batch: collate_items(batch, pad_id=tokenizer.pad_token_id),
-                config=config,
-                out_dir=folder / "work",
-                progress=progress,
-                on_step=snapshot,
-            )
-        except NonFiniteLoss as exc:
-            checkpoint = folder / "work" / CHECKPOINT_DIR
-            last = (
-                f"the last good checkpoint is {checkpoint}"
-                if checkpoint.is_dir()
-                else "no checkpoint was written yet"
-            )
-            raise NonFiniteLoss(
-                f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
-            ) from None
-        seconds = time.perf_counter() - started
-        peak = peak_memory_mib()
+        with stage_cost() as cost:
+            try:
+                result = train_loop(
+                    model,
+                    lambda epoch: plan[epoch],
+                    loss_fn=None if hook else loss,
+                    step_hook=hook,
+                    collate_fn=lambda batch: collate_items(batch, pad_id=tokenizer.pad_token_id),
+                    config=config,
+                    out_dir=folder / "work",
+                    progress=progress,
+                    on_step=snapshot,
+                )
+            except NonFiniteLoss as exc:
+                checkpoint = folder / "work" / CHECKPOINT_DIR
+                last = (
+                    f"the last good checkpoint is {checkpoint}"
+                    if checkpoint.is_dir()
+                    else "no checkpoint was written yet"
+                )
+                raise NonFiniteLoss(
+                    f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
+                ) from None
         if lora:
             model = merge_lora(model)
         model.requires_grad_(True)
@@ -590,9 +586,10 @@ def run_unlearning(
                     (s, str(p.relative_to(folder)) if p.is_relative_to(folder) else str(p))
                     for s, p in snapshots
                 ],
-                "seconds": seconds,
-                **({"peak_gpu_mib": peak} if peak is not None else {}),
+                **cost.record(),
                 "forgetbench": __version__,
             },
         )
-        return UnlearnResult(folder / "model", snapshots, result.losses, seconds, False, peak)
+        return UnlearnResult(
+            folder / "model", snapshots, result.losses, cost.seconds, False, cost.peak_gpu_mib
+        )

@@ -6,7 +6,8 @@ import pytest
 
 from forgetbench.config import load_config
 from forgetbench.errors import ConfigError
-from forgetbench.study.jobs import method_config, method_logs
+from forgetbench.study.jobs import method_logs
+from forgetbench.study.unlearn import method_config
 
 
 def test_a_method_run_reads_its_settings_and_seed():

@@ -1,6 +1,6 @@
 """The texts that unlearn a split in another of the miniature's formats (`study.unlearn_formats`):
 which format file trains each, and the check that a study can use them. Apart from `transfer`,
-which evaluates the cross-format study, because unlearning itself (`jobs.unlearn_split`) reads
+which evaluates the cross-format study, because unlearning itself (`unlearn.unlearn_split`) reads
 them."""
 
 from __future__ import annotations

@@ -13,20 +13,15 @@ from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from forgetbench.config import RunConfig, retain_split_for
+from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
-from forgetbench.data.tofu import load_tofu
-from forgetbench.eval.runner import EXTRA_NAME, relative_scores, tofu_root
+from forgetbench.eval.runner import EXTRA_NAME, relative_scores
 from forgetbench.eval.tasks.mia import relative_membership
 from forgetbench.io import read_json
-from forgetbench.methods.refusals import load_refusals
-from forgetbench.modeling import load_tokenizer
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
-from forgetbench.study.format_data import format_texts, split_authors
 from forgetbench.study.pool import InlinePool
 from forgetbench.study.resolve import Study
-from forgetbench.study.unlearn import forget_records, resolve_method, unlearn_lora
-from forgetbench.train.unlearn import run_unlearning
+from forgetbench.study.unlearn import unlearn_split
 
 
 @dataclass
@@ -116,72 +111,10 @@ def eval_job(
     return evaluated, time.perf_counter() - t
 
 
-def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
-    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
-    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
-    settings = config.study.method_settings.get(name)
-    update: dict[str, Any] = {}
-    if settings is not None:
-        loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
-        update["unlearn"] = config.unlearn.model_copy(update=loop)
-        update["method"] = {**config.method, **settings.options}
-    if seed is not None:
-        update["seed"] = seed
-    return config.model_copy(update=update) if update else config
-
-
 def method_logs(out: Path, split: str, name: str, seed: int | None) -> Path:
     """Where one method run's evaluations go: a folder per seed when the study has seeds."""
     folder = out / "logs" / split / name
     return folder if seed is None else folder / f"seed-{seed}"
-
-
-def unlearn_split(
-    study: Study,
-    config: RunConfig,
-    out: Path,
-    split: str,
-    name: str,
-    seed: int | None = None,
-    *,
-    fmt: str = "qa",
-    after: tuple[str, Path] | None = None,
-) -> tuple[Any, Any]:  # UnlearnResult, LoopConfig
-    """One method's unlearning run on one split (at `seed`, with its `study.method_settings`): a
-    cached stage, shared by the study's trajectory, the meta-evaluation's attacked models, the
-    cross-format matrix and the sequences of requests. `fmt` other than qa presents the forget
-    and retain sets as that format's training texts (study/transfer.py); `after` = (previous
-    split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
-    model and forgets only the questions `split` adds to the previous one."""
-    config = method_config(config, name, seed)
-    tofu = tofu_root(study.data)
-    loop, options = study.unlearn_defaults(name)
-    loop, method = resolve_method(config, name, loop, options)
-    forget: list[Any] = forget_records(tofu, split, method)
-    retain: list[Any] = load_tofu(tofu, retain_split_for(split))
-    start, label = study.finetuned, split
-    if fmt != "qa":
-        tokenizer = load_tokenizer(
-            study.finetuned, trust_remote_code=config.model.trust_remote_code
-        )
-        forget = format_texts(
-            study.data, fmt, "forget", study.template, tokenizer,
-            authors=split_authors(tofu, split),
-        )  # fmt: skip
-        retain = format_texts(study.data, fmt, "retain", study.template, tokenizer)
-        label = f"{split}-{fmt}"
-    if after is not None:
-        earlier = {r.question for r in load_tofu(tofu, after[0])}
-        forget = [r for r in forget if r.question not in earlier]
-        start, label = after[1], f"{split}-after-{after[0]}"
-    result = run_unlearning(
-        out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,
-        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
-        split=label, max_length=study.max_length,
-        snapshot_every=config.unlearn.snapshot_every, progress=False,
-        trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
-    )  # fmt: skip
-    return result, loop
 
 
 @dataclass

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.attacks.quantize import quantise_model
+from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.metrics.meta import (
@@ -33,19 +34,11 @@ from forgetbench.modeling import load_model
 from forgetbench.rows import as_number, number
 from forgetbench.study.attack import attack_data, relearn_stage
 from forgetbench.study.evaluate import evaluate_cached
-from forgetbench.study.jobs import unlearn_split
 from forgetbench.study.resolve import Study
+from forgetbench.study.unlearn import unlearn_split
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model
 
-# The unlearned models attacked when the config does not name methods (`--methods` or
-# study.methods): open-unlearning attacks eight methods' models; the tiny scale keeps three kinds
-# (gradient difference, a preference loss, a refusal target) so its test stays fast.
-ROBUSTNESS_METHODS: dict[str, tuple[str, ...]] = {
-    "tiny": ("grad_diff", "npo", "idk"),
-    "small": ("grad_diff", "npo", "simnpo", "idk", "dpo", "rmu", "undial", "altpo"),
-}
-ROBUSTNESS_METHODS["full"] = ROBUSTNESS_METHODS["small"]
 # open-unlearning quantises with bitsandbytes' 4-bit NF4; ours is the same levels and blocks,
 # simulated (forgetbench.attacks.quantize).
 QUANTISATION = "nf4"
@@ -60,7 +53,7 @@ def robustness_methods(config: RunConfig) -> tuple[str, ...]:
     """The methods whose unlearned models are attacked: the config's own when it names them."""
     if "methods" in config.study.model_fields_set:
         return tuple(config.study.methods)
-    return ROBUSTNESS_METHODS.get(config.scale, ROBUSTNESS_METHODS["small"])
+    return get_scale(config.scale).robustness_methods
 
 
 def quantised_copy(model_dir: Path, scheme: str, *, run_dir: Path, group_size: int = 0) -> Path:

@@ -17,13 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.study.evaluate import Evaluated
-from forgetbench.study.jobs import (
-    evaluate_model,
-    method_logs,
-    run_pool,
-    study_row,
-    unlearn_split,
-)
+from forgetbench.study.jobs import evaluate_model, method_logs, run_pool, study_row
+from forgetbench.study.unlearn import unlearn_split
 
 
 def format_job(

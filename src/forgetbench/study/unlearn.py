@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from forgetbench.config import RunConfig, retain_split_for
 from forgetbench.data.tofu import load_tofu
@@ -14,8 +15,10 @@ from forgetbench.errors import DataError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
 from forgetbench.methods.refusals import load_refusals
+from forgetbench.modeling import load_tokenizer
 from forgetbench.records import QARecord
-from forgetbench.study.resolve import resolve
+from forgetbench.study.format_data import format_texts, split_authors
+from forgetbench.study.resolve import Study, resolve
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import ALTERNATE_FIELDS, UnlearnResult, run_unlearning
@@ -86,6 +89,69 @@ def unlearn_lora(config: RunConfig) -> dict[str, object] | None:
     return {"rank": u.lora_rank, "alpha": u.lora_alpha, "target_modules": u.lora_targets}
 
 
+def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
+    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
+    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
+    settings = config.study.method_settings.get(name)
+    update: dict[str, Any] = {}
+    if settings is not None:
+        loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
+        update["unlearn"] = config.unlearn.model_copy(update=loop)
+        update["method"] = {**config.method, **settings.options}
+    if seed is not None:
+        update["seed"] = seed
+    return config.model_copy(update=update) if update else config
+
+
+def unlearn_split(
+    study: Study,
+    config: RunConfig,
+    out: Path,
+    split: str,
+    name: str,
+    seed: int | None = None,
+    *,
+    fmt: str = "qa",
+    after: tuple[str, Path] | None = None,
+    progress: bool = False,
+) -> tuple[UnlearnResult, LoopConfig]:
+    """One method's unlearning run on one split (at `seed`, with its `study.method_settings`): a
+    cached stage, shared by the study's trajectory, the meta-evaluation's attacked models, the
+    cross-format matrix and the sequences of requests. `fmt` other than qa presents the forget
+    and retain sets as that format's training texts (study/transfer.py); `after` = (previous
+    split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
+    model and forgets only the questions `split` adds to the previous one."""
+    config = method_config(config, name, seed)
+    tofu = tofu_root(study.data)
+    loop, options = study.unlearn_defaults(name)
+    loop, method = resolve_method(config, name, loop, options)
+    forget: list[Any] = forget_records(tofu, split, method)
+    retain: list[Any] = load_tofu(tofu, retain_split_for(split))
+    start, label = study.finetuned, split
+    if fmt != "qa":
+        tokenizer = load_tokenizer(
+            study.finetuned, trust_remote_code=config.model.trust_remote_code
+        )
+        forget = format_texts(
+            study.data, fmt, "forget", study.template, tokenizer,
+            authors=split_authors(tofu, split),
+        )  # fmt: skip
+        retain = format_texts(study.data, fmt, "retain", study.template, tokenizer)
+        label = f"{split}-{fmt}"
+    if after is not None:
+        earlier = {r.question for r in load_tofu(tofu, after[0])}
+        forget = [r for r in forget if r.question not in earlier]
+        start, label = after[1], f"{split}-after-{after[0]}"
+    result = run_unlearning(
+        out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,
+        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
+        split=label, max_length=study.max_length,
+        snapshot_every=config.unlearn.snapshot_every, progress=progress,
+        trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
+    )  # fmt: skip
+    return result, loop
+
+
 def unlearn_command(
     config: RunConfig,
     *,
@@ -95,25 +161,7 @@ def unlearn_command(
     out: str | Path,
     progress: bool = True,
 ) -> UnlearnResult:
+    """`forgetbench unlearn`: the configured method's run on `split` from the finetuned model."""
     out = Path(out)
-    retain_split = retain_split_for(split)
-    name = config.unlearn.method
     study, _ = resolve(config, out, model=model, data=data, progress=progress, command="unlearn")
-    loop, method = resolve_method(config, name, *study.unlearn_defaults(name))
-    tofu = tofu_root(study.data)
-    return run_unlearning(
-        out,
-        model_dir=study.finetuned,
-        forget=forget_records(tofu, split, method),
-        retain=load_tofu(tofu, retain_split),
-        method=method,
-        config=loop,
-        template=study.template,
-        refusals=load_refusals(config.unlearn.refusals_file),
-        split=split,
-        max_length=study.max_length,
-        snapshot_every=config.unlearn.snapshot_every,
-        progress=progress,
-        trust_remote_code=config.model.trust_remote_code,
-        lora=unlearn_lora(config),
-    )
+    return unlearn_split(study, config, out, split, config.unlearn.method, progress=progress)[0]

@@ -942,9 +942,8 @@ def _eval(args: argparse.Namespace) -> dict[str, Any]:
 def _require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:
     """Every TOFU file the evaluation reads, named at once before the model loads; a missing
     holdout only turns membership inference off, and says so."""
-    from forgetbench.data.tofu import require_splits, split_file
+    from forgetbench.data.tofu import eval_set_files, require_splits, split_file
     from forgetbench.eval.runner import tofu_root
-    from forgetbench.eval.tofu_eval import eval_set_files
 
     split = config.benchmark.split
     tofu = tofu_root(data)
@@ -1245,9 +1244,9 @@ def _bench(args: argparse.Namespace) -> dict[str, Any]:
 def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
     """Time the fast evaluation backend against the naive one on one model: a given one (--model
     and --data), or the built-in study's finetuned model at --scale, trained in --out or reused."""
+    from forgetbench.data.tofu import tofu_eval_sets
     from forgetbench.eval.bench import PathsDiffer, bench_evaluation
     from forgetbench.eval.runner import scored_length
-    from forgetbench.eval.tofu_eval import tofu_eval_sets
     from forgetbench.io import atomic_write_json
     from forgetbench.modeling import load_model, resolve_template
     from forgetbench.report.console import print_rows

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 from forgetbench.data.logs import EvalLog, write_eval_log  # noqa: E402
+from forgetbench.data.tofu import tofu_eval_sets  # noqa: E402
 from forgetbench.eval.backend import FastBackend  # noqa: E402
 from forgetbench.eval.distributed import process_layout  # noqa: E402
 from forgetbench.eval.tasks.tofu import evaluate_tofu  # noqa: E402
-from forgetbench.eval.tofu_eval import tofu_eval_sets  # noqa: E402
 from forgetbench.modeling import PromptTemplate, load_model  # noqa: E402
 
 OPTIONS = {"max_new_tokens": 8, "max_length": 256}

@@ -10,10 +10,10 @@ import pytest
 from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.cli import main
 from forgetbench.data.logs import EvalLog, SetLog
+from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.eval.backend import FastBackend, NaiveBackend
 from forgetbench.eval.bench import bench_evaluation, compare_logs
 from forgetbench.eval.tasks.tofu import evaluate_tofu
-from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.modeling import PromptTemplate, build_tiny_model, save_model
 from toy import toy_tokenizer
 

@@ -7,10 +7,10 @@ import pytest
 
 from forgetbench.config import EvalConfig, RunConfig, load_config
 from forgetbench.data.logs import EvalLog, SetLog
+from forgetbench.data.tofu import first_questions, tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval import runner
 from forgetbench.eval.runner import evaluate_model, evaluation_key
-from forgetbench.eval.tofu_eval import first_questions, tofu_eval_sets
 from forgetbench.records import QARecord
 from forgetbench.study.resolve import Study
 from forgetbench.study.run import load_retain_logs

@@ -65,9 +65,8 @@ class AttackData:
 
 
 def attack_data(study: Study, config: RunConfig, split: str) -> AttackData:
-    from forgetbench.data.tofu import load_tofu
+    from forgetbench.data.tofu import load_tofu, tofu_eval_sets
     from forgetbench.eval.runner import tofu_root
-    from forgetbench.eval.tofu_eval import tofu_eval_sets
 
     tofu = tofu_root(study.data)
     train = load_tofu(tofu, split)

@@ -16,9 +16,9 @@ from typing import Any
 from forgetbench import __version__
 from forgetbench.config import FORGET_SPLITS, RunConfig
 from forgetbench.data.logs import EvalLog, SetLog, match_questions, read_eval_log
+from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
-from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
 from forgetbench.results import RESULTS_FILE, Results

@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.logs import SET_FILES, EvalLog, SetLog
+from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import DataError
 from forgetbench.eval.backend import Backend
 from forgetbench.eval.outputs import AnswerScore
 from forgetbench.eval.requests import Generate, Request, Response, Score
 from forgetbench.eval.summary import summarize
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult, run_task
-from forgetbench.eval.tofu_eval import tofu_eval_sets
 from forgetbench.metrics import aggregate
 from forgetbench.metrics.memorisation import exact_memorisation, extraction_strength
 from forgetbench.metrics.rouge import rouge_recall

@@ -71,7 +71,8 @@ LAYERS = (
     ("device",),  # torch placement; the typed config reads only device_names
     ("methods", "metrics", "data", "attacks", "results", "cache", "intervals"),
     ("config",),  # checks method names and option ranges against the method registry
-    ("modeling", "benchmarks", "rows"),
+    ("benchmarks",),  # the miniature: world generation and its `Scale` records
+    ("modeling", "rows"),
     ("train", "eval"),
     ("study", "report"),  # neither imports the other: a command composes the two
     ("options",),  # the flags, generated from the typed config

@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from forgetbench.benchmarks.mini.scales import SCALES, ModelShape
 from forgetbench.config import MODEL_SIZES
 from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
@@ -31,47 +32,24 @@ TEMPLATE_ALIASES = {"llama2": "tofu_llama2"}
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 
 
-@dataclass(frozen=True)
-class TinyModelSize:
-    hidden: int
-    layers: int
-    heads: int
-    intermediate: int
-    vocab: int
-    max_positions: int
-    kv_heads: int | None = None  # grouped-query attention; None = one per head
-
-
-# ~0.5 M parameters for tests, ~3 M for the demo; `full` keeps the demo model but more data.
-TINY_SIZES: dict[str, TinyModelSize] = {
-    "tiny": TinyModelSize(
-        hidden=96, layers=3, heads=4, intermediate=384, vocab=1024, max_positions=256
-    ),
-    "small": TinyModelSize(
-        hidden=192, layers=4, heads=6, intermediate=768, vocab=4096, max_positions=512
-    ),
-    "full": TinyModelSize(
-        hidden=256, layers=6, heads=8, intermediate=1024, vocab=8192, max_positions=512
-    ),
-}
 # The sizes people run, as `model.size` for the built-in model (the world and its tokenizer stay
 # the scale's, so the vocabulary is the scale's): GPT-2-small-like ~125M, and the block shapes of
 # Llama-3.2-1B and Llama-3-8B (grouped-query attention). Without their 128k-token vocabularies
 # they hold ~0.11 B, ~0.97 B and ~6.98 B parameters outside the embeddings.
-LLAMA_SHAPES: dict[str, TinyModelSize] = {
-    "125m": TinyModelSize(
+LLAMA_SHAPES: dict[str, ModelShape] = {
+    "125m": ModelShape(
         hidden=768, layers=12, heads=12, intermediate=3072, vocab=0, max_positions=2048
     ),
-    "1b": TinyModelSize(
+    "1b": ModelShape(
         hidden=2048, layers=16, heads=32, intermediate=8192, vocab=0, max_positions=2048,
         kv_heads=8,
     ),
-    "8b": TinyModelSize(
+    "8b": ModelShape(
         hidden=4096, layers=32, heads=32, intermediate=14336, vocab=0, max_positions=2048,
         kv_heads=8,
     ),
 }  # fmt: skip
-assert set(MODEL_SIZES) == {"auto", *TINY_SIZES, *LLAMA_SHAPES}
+assert set(MODEL_SIZES) == {"auto", *SCALES, *LLAMA_SHAPES}
 
 
 @dataclass(frozen=True)
@@ -263,13 +241,13 @@ def build_tiny_model(
     deterministic function of seed and data (and resume reproduces it exactly)."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    if scale not in TINY_SIZES:
+    if scale not in SCALES:
         raise ConfigError(
-            f"unknown scale '{scale}' for the tiny model", f"use one of {', '.join(TINY_SIZES)}"
+            f"unknown scale '{scale}' for the tiny model", f"use one of {', '.join(SCALES)}"
         )
     if size not in MODEL_SIZES:
         raise ConfigError(f"model.size must be one of {', '.join(MODEL_SIZES)}, got {size!r}")
-    shape = LLAMA_SHAPES.get(size) or TINY_SIZES[scale if size == "auto" else size]
+    shape = LLAMA_SHAPES.get(size) or SCALES[scale if size == "auto" else size].model
     config = LlamaConfig(
         vocab_size=len(tokenizer),  # type: ignore[arg-type]
         hidden_size=shape.hidden,

@@ -5,6 +5,7 @@ import json
 import pytest
 import torch
 
+from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cli import main
 from forgetbench.data.tofu import load_tofu
 from forgetbench.methods._terms import per_sample_nll
@@ -12,7 +13,6 @@ from forgetbench.methods.base import build_method, method_names
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.methods.rmu import rmu_control_vector
 from forgetbench.modeling import (
-    TINY_SIZES,
     collate,
     encode_prompt_answer,
     forward_logits,
@@ -46,7 +46,7 @@ def _probability(model_dir, records, answers=None):
 
 def _unlearn(tiny_study, name, **options):
     run, data, _, finetuned, _ = tiny_study
-    loop, defaults = mini_unlearn_defaults(name, layers=TINY_SIZES["tiny"].layers)
+    loop, defaults = mini_unlearn_defaults(name, layers=get_scale("tiny").model.layers)
     method = build_method(name, {**defaults, **options})
     return run_unlearning(
         run,
@@ -124,7 +124,7 @@ def test_altpo_raises_the_probability_of_the_alternate_answers(tiny_study, outco
 
 def test_rmu_moves_forget_activations_toward_its_direction(tiny_study, outcomes):
     _, data, _, finetuned, _ = tiny_study
-    options = mini_unlearn_defaults("rmu", layers=TINY_SIZES["tiny"].layers)[1]
+    options = mini_unlearn_defaults("rmu", layers=get_scale("tiny").model.layers)[1]
     forget = load_tofu(data / "tofu", "forget10")
 
     @torch.no_grad()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
+from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import FORGET_SPLITS, RunConfig, retain_split_for
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json
@@ -38,28 +39,6 @@ from forgetbench.study.meta_robustness import (
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import Study, Variant, miniature
 
-# One pool's models as (seed offset, epochs factor, learning-rate factor) over the study's seed and
-# finetuning recipe; both pools follow the same plan. The first entry is the study's own finetuned
-# (or retain) model, reused from the cache. Epoch factors stay >= 0.6: a positive model must still
-# have learned the forget set (the recipe's epochs are what it takes to reproduce the answers),
-# while the spread in how well it did is what a faithful metric has to see through.
-POOL_PLANS: dict[str, tuple[tuple[int, float, float], ...]] = {
-    # 4 + 4 models: measured 4 min 54 s cold (6 new models) on two cores shared with other jobs.
-    "tiny": ((0, 1.0, 1.0), (1, 1.0, 1.0), (2, 0.6, 1.0), (3, 1.0, 0.5)),
-    # 8 + 8 models (open-unlearning's pools are larger): measured 66 min cold on two cores
-    # shared with other jobs (5,377 process-seconds of training, 942 of evaluation).
-    "small": (
-        (0, 1.0, 1.0),
-        (1, 1.0, 1.0),
-        (2, 1.0, 1.0),
-        (3, 0.6, 1.0),
-        (4, 0.6, 1.0),
-        (5, 1.0, 0.5),
-        (6, 1.0, 0.5),
-        (7, 0.75, 0.75),
-    ),
-}
-POOL_PLANS["full"] = POOL_PLANS["small"]
 # Metric families the miniature's pools cannot judge, with the reason (meta_eval.json and the
 # report show it). A family has a declared direction (`knows_direction`) all the same, for pools
 # that would be trained on its data.
@@ -83,7 +62,7 @@ def pool_models(
 
     models = []
     for pool, split in (("positive", "full"), ("negative", retain_split_for(forget_split))):
-        for offset, epoch_factor, lr_factor in POOL_PLANS[scale]:
+        for offset, epoch_factor, lr_factor in get_scale(scale).meta_pools:
             variant = Variant(
                 split,
                 seed + offset,

@@ -17,12 +17,13 @@ from typing import Any
 
 from forgetbench.benchmarks import mini as mini_data
 from forgetbench.benchmarks.mini.generate import GENERATOR_VERSION
+from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config import FORGET_SPLITS, RunConfig, TrainConfig, retain_split_for
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.io import atomic_write_json, read_json
-from forgetbench.modeling import TINY_SIZES, load_tokenizer, resolve_template
+from forgetbench.modeling import load_tokenizer, resolve_template
 from forgetbench.study.pool import InlinePool
 
 # The miniature's stages are called through their modules, looked up when a stage runs, so that a
@@ -216,10 +217,12 @@ class Miniature:
 
     @property
     def max_length(self) -> int:
-        return TINY_SIZES[self.scale].max_positions
+        return get_scale(self.scale).model.max_positions
 
     def unlearn_defaults(self) -> UnlearnDefaults:
-        return partial(mini_training.mini_unlearn_defaults, layers=TINY_SIZES[self.scale].layers)
+        return partial(
+            mini_training.mini_unlearn_defaults, layers=get_scale(self.scale).model.layers
+        )
 
 
 def shadow_candidates(tofu: Path, split: str) -> list[Any] | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config import TrainConfig
 from forgetbench.data.tofu import load_tofu
@@ -27,7 +28,6 @@ from forgetbench.errors import ConfigError
 from forgetbench.io import read_json_records
 from forgetbench.methods.base import DepthScaledMethod, get_method
 from forgetbench.modeling import (
-    TINY_SIZES,
     Encoded,
     PromptTemplate,
     build_tiny_model,
@@ -61,11 +61,11 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
     # facts per author; warm-up stays one epoch as in TOFU. Finetuning epochs are set so the
     # rehearsal pairs cost no extra time (tiny: 200 + 40 pairs x 25 epochs = 200 x 30 before).
     # Measurements behind every number: docs/mini.md, "Pretraining and rehearsal".
-    epochs = {"tiny": (6, 25), "small": (6, 8), "full": (4, 7)}[scale]
+    sizes = get_scale(scale)  # its epochs: benchmarks/mini/scales.py
     return MiniRecipe(
         pretrain=LoopConfig(
             lr=2e-3,
-            epochs=epochs[0],
+            epochs=sizes.pretrain_epochs,
             batch_size=16,
             per_device_batch_size=16,
             weight_decay=0.01,
@@ -73,7 +73,7 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         ),
         finetune=LoopConfig(
             lr=2e-3,
-            epochs=epochs[1],
+            epochs=sizes.finetune_epochs,
             batch_size=16,
             per_device_batch_size=16,
             weight_decay=0.01,
@@ -139,7 +139,7 @@ def build_tokenizer(run_dir: Path, data_dir: Path, *, scale: str) -> Path:
     folder = run_dir / "models" / f"tokenizer-{digest}"
     with shared_entry(folder, kind="models", name=folder.name):
         if not (folder / "tokenizer.json").is_file():
-            tokenizer = train_tokenizer(texts, vocab_size=TINY_SIZES[scale].vocab)
+            tokenizer = train_tokenizer(texts, vocab_size=get_scale(scale).model.vocab)
             tmp = run_dir / "models" / f".{folder.name}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             tokenizer.save_pretrained(tmp)
@@ -170,7 +170,7 @@ def pretrain_base(
     examples = pretraining_examples(
         read_json_records(data_dir / "pretrain.jsonl"),
         tokenizer,
-        max_length=TINY_SIZES[scale].max_positions,
+        max_length=get_scale(scale).model.max_positions,
         chunk_tokens=recipe.chunk_tokens,
         background_qa_repeats=recipe.background_qa_repeats,
     )
@@ -297,7 +297,7 @@ def finetune_mini(
     data_dir = Path(data_dir)
     recipe = mini_recipe(scale, seed=seed)
     loop, lora = mini_finetune_config(scale, seed=seed, train=train)
-    max_length = TINY_SIZES[scale].max_positions
+    max_length = get_scale(scale).model.max_positions
     records = [*load_tofu(data_dir / "tofu", split), *extra]
     examples = encode_qa(records, tokenizer, TEMPLATE, max_length=max_length)
     examples += rehearsal_examples(

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from forgetbench import __version__
 from forgetbench.errors import FilesystemError
 from forgetbench.io import atomic_write_text, replace_symlink, set_aside
 
@@ -122,7 +123,6 @@ def _make_root(root: Path) -> None:
 
 
 def _write_marker(entry: Path, kind: str, name: str) -> None:
-    from forgetbench import __version__
 
     marker = {"format": MARKER_FORMAT, "kind": kind, "name": name, "forgetbench": __version__}
     atomic_write_text(entry / MARKER, json.dumps(marker) + "\n")

@@ -541,7 +541,7 @@ def validate_config(
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
         raise _one_line(exc, source, given_as or {}) from None
-    from forgetbench.methods.base import build_method
+    from forgetbench.methods.base import build_method  # lazy: torch, as method_names above
 
     build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
     if config.unlearn.preset is not None:

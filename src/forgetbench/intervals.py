@@ -15,6 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 RESAMPLES = 10_000
 SEED = 0
 LEVEL = 0.95
@@ -35,8 +37,6 @@ def bootstrap_interval(
     values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED, level: float = LEVEL
 ) -> Interval:
     """The sample mean and the percentile-bootstrap interval of the mean at `level`."""
-    import numpy as np
-
     sample = np.asarray(list(values), dtype=float)
     if sample.size == 0:
         raise ValueError("a confidence interval needs at least one value")

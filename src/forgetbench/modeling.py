@@ -8,6 +8,7 @@ loads it.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -22,7 +23,12 @@ from forgetbench.benchmarks.mini.scales import SCALES, ModelShape
 from forgetbench.config import MODEL_SIZES
 from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
+from forgetbench.io import read_json
 from forgetbench.records import IGNORE_INDEX
+
+# transformers' model and tokenizer classes (~3 s to import on top of torch), peft (~4.5 s) and
+# huggingface_hub are imported inside the functions that need them: the evaluation tasks, the
+# report and the CLI's checks read this module's templates and records without loading a model.
 
 TemplateName = Literal["question_answer", "tofu_llama2", "tofu_question_answer", "chat"]
 TEMPLATES: tuple[str, ...] = ("question_answer", "tofu_llama2", "tofu_question_answer", "chat")
@@ -288,8 +294,6 @@ def check_model_source(name_or_path: str | Path, *, trust_remote_code: bool = Fa
     transformers does not know, no tokenizer, truncated or corrupt safetensors. Cheap: reads
     config.json and each weights file's header, never the weights. A Hub id is left to
     transformers (its files are checked there)."""
-    from forgetbench.io import read_json
-
     source = str(name_or_path)
     folder = Path(source).expanduser()
     if not folder.exists():
@@ -348,8 +352,6 @@ def check_model_source(name_or_path: str | Path, *, trust_remote_code: bool = Fa
 def _check_safetensors(source: str, path: Path) -> None:
     """A safetensors file is an 8-byte header length, a JSON header, then the tensors; the
     header's largest end offset must be exactly where the file ends."""
-    import json
-
     size = path.stat().st_size
     hint = "an interrupted download or save? re-download or re-save the model"
     with path.open("rb") as f:

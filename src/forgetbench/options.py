@@ -101,7 +101,7 @@ def _mini_finetune(what: str) -> str:
 
 
 def _unlearn_loop(what: str) -> str:
-    from forgetbench.train.presets import read_preset
+    from forgetbench.train.presets import read_preset  # lazy, as mini_recipe above
 
     presets = {name: read_preset(name)["loop"][what] for name in ("tofu", "mini")}
     noun = "epochs" if what == "epochs" else "learning rate"

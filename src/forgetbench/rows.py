@@ -13,6 +13,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from forgetbench.intervals import bootstrap_interval, log10_quality
+
 Row = Mapping[str, Any]
 
 REFERENCE_METHODS = ("finetuned", "retain", "base")
@@ -173,8 +175,6 @@ def _seed_rows(rows: Sequence[Row], split: str, method: str, step: int) -> list[
 def seed_interval(rows: Sequence[Row], key: str) -> dict[str, float | int] | None:
     """Mean and 95% bootstrap interval of `key` over `rows` (one per seed); forget quality on
     the log10 scale. None when no row has a value."""
-    from forgetbench.intervals import bootstrap_interval, log10_quality
-
     if key == "forget_quality":
         values = [log10_quality(number(r, key)) for r in rows]
     else:

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any, Literal
 
 import torch
+from scipy.stats import norm
 from torch import Tensor
 
 from forgetbench.errors import ConfigError
@@ -62,8 +63,6 @@ def nf4_levels() -> tuple[float, ...]:
     """The 16 NormalFloat-4 levels: 8 positive quantiles of N(0, 1) and 7 negative ones, plus an
     exact zero, normalised to [-1, 1]. The outermost quantile is taken at the midpoint of
     1 - 1/(2*15) and 1 - 1/(2*16), which keeps the levels finite (QLoRA, Appendix E)."""
-    from scipy.stats import norm
-
     offset = (1 - 1 / (2 * 15) + 1 - 1 / (2 * 16)) / 2
     positive = norm.ppf(torch.linspace(offset, 0.5, 9)[:-1].double().numpy())
     negative = -norm.ppf(torch.linspace(offset, 0.5, 8)[:-1].double().numpy())

@@ -129,7 +129,7 @@ def first_questions(records: Sequence[QARecord], max_questions: int | None) -> l
 
 def load_hub_rows(dataset: str, config: str) -> list[dict[str, Any]]:
     """Rows of one config through `datasets.load_dataset` (hub id, or a local dataset repo folder)."""
-    import datasets
+    import datasets  # lazy: ~0.8 s with pyarrow, and only a Hub id or dataset repo needs it
 
     try:
         table = datasets.load_dataset(dataset, config, split="train")

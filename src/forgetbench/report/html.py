@@ -23,9 +23,11 @@ from markupsafe import Markup
 from forgetbench import rows as row_math
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
+from forgetbench.metrics.mia import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.meta_plot import meta_eval_plot
+from forgetbench.report.transfer import transfer_sections
 from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
 
 REPORT_FILE = "report.html"
@@ -155,7 +157,6 @@ def _identical(rows: Sequence[Any], same: Mapping[str, str]) -> list[dict[str, A
 
 def _transfer(results: Results) -> dict[str, Any] | None:
     """The cross-format and sequence sections (report/transfer.py), None without their rows."""
-    from forgetbench.report.transfer import transfer_sections
 
     def plain(rows: Sequence[Any]) -> list[dict[str, Any]]:
         return [row.model_dump() for row in rows]
@@ -379,8 +380,6 @@ def _mia_tables(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
     """One membership-inference table per split and model (the reference models, then each
     method at its last step): a row per attack, its AUC and TPRs at low FPR, beside the retain
     model's. A TPR the holdout is too small to measure shows as `NOT_RESOLVABLE`."""
-    from forgetbench.metrics.mia import LOW_FPRS, min_nonmembers
-
     attacks = plots.mia_attacks(rows)
     if not attacks:
         return []

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from matplotlib.patches import Patch
+
 from forgetbench.report.plots import _PALETTE, _new_figure, _no_data, _style, _svg, _text
 
 
@@ -66,8 +68,6 @@ def meta_eval_plot(metrics: Sequence[Any]) -> str:
             ax.set_xlabel("Faithfulness (AUC: positive pool ranked above negative pool)")
             ax.set_ylabel("Forget-set metric")
             if ordered:
-                from matplotlib.patches import Patch
-
                 kinds = [("higher", "higher = knows the forget set"), ("lower", "lower = knows")]
                 handles = [
                     Patch(color=_PALETTE[0 if d == "higher" else 1], label=label)

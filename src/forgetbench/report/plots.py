@@ -16,6 +16,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import matplotlib
+import matplotlib.style
+import numpy as np
+from matplotlib.figure import Figure
+
 from forgetbench.config import FORMATS
 from forgetbench.rows import (
     REFERENCE_METHODS,
@@ -31,7 +36,6 @@ from forgetbench.rows import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 SETS = (
     ("forget", "Forget"),
@@ -251,7 +255,6 @@ def format_grid(rows: Sequence[Row], split: str) -> str:
     retain, each method's final step), the score in each cell; the forget side on the left, the
     retain side on the right (when present). Fifteen methods overlaid on a radar chart hide each
     other; a grid shows every number."""
-    import numpy as np
 
     names = format_names(rows)
     sides = [
@@ -351,8 +354,6 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
 
 @contextmanager
 def _style() -> Iterator[None]:
-    import matplotlib
-    import matplotlib.style
 
     # The default style, whatever the user's matplotlibrc says, so output depends on results alone.
     with matplotlib.style.context("default"), matplotlib.rc_context({"svg.fonttype": "path"}):
@@ -361,13 +362,11 @@ def _style() -> Iterator[None]:
 
 def _new_figure(width: float, height: float, *, layout: str | None = "constrained") -> Figure:
     # A bare Figure, never pyplot: no global figure registry, no GUI backend, nothing to close.
-    from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout=layout)
 
 
 def _svg(fig: Figure, name: str) -> str:
-    import matplotlib
 
     prefix = slug(name)
     buffer = io.StringIO()
@@ -433,7 +432,6 @@ def _figure_legend(fig: Figure, axes: Any) -> None:
 
 def _highest(axes: Any) -> float:
     """The largest y value drawn on any panel of `axes` (lines and horizontal rules), 0 if none."""
-    import numpy as np
 
     found = [
         float(np.nanmax(y))

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from forgetbench.metrics.lume import MMLU_THRESHOLD
@@ -140,8 +141,6 @@ def _board_table(board: Sequence[Mapping[str, Any]], *, split: str | None = None
 
 def _needed(console: Console, table: Table) -> int:
     """The width `table` takes unwrapped."""
-    from rich.measure import Measurement
-
     return Measurement.get(console, console.options.update(width=10_000), table).maximum
 
 

@@ -14,7 +14,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from forgetbench.report.plots import _new_figure, _style, _svg, _text
+from forgetbench.report.tables import format_cell
 from forgetbench.rows import Row, number, reference
 
 # A finetuned-to-retain difference smaller than this leaves nothing to close (the format does
@@ -97,8 +100,6 @@ def matrix(
 def heatmap(data: dict[str, Any], split: str, method: str) -> str:
     """The matrix as a heatmap (gap closed, 0 to 1 on a diverging scale centred on 0.5) with the
     utility of each row's model as bars beside it."""
-    import numpy as np
-
     train, columns = data["train"], data["columns"]
     values = np.array([[math.nan if v is None else v for v in line] for line in data["cells"]])
     with _style():
@@ -194,7 +195,6 @@ def sequence_plot(seq: Sequence[Row], method: str) -> str:
 def sequence_table(seq: Sequence[Row], method: str) -> dict[str, Any]:
     """Per request: the union's split, forget quality and utility of the sequence and of one-shot
     unlearning, and how much of the earlier requests' forget ROUGE-L came back."""
-    from forgetbench.report.tables import format_cell
 
     def find(mode: str, k: int) -> Row | None:
         hits = [r for r in seq if r.get("mode") == mode and r["method"] == method

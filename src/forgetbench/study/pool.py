@@ -3,11 +3,18 @@ run: in this process, or in a pool of single-threaded worker processes."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
-from concurrent.futures import Future
+import signal
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from typing import Any
 
+import torch
+from transformers.utils import logging
+
 from forgetbench.config import RunConfig
+from forgetbench.device import default_device
+from forgetbench.eval.distributed import process_layout
 
 
 class InlinePool:
@@ -29,7 +36,6 @@ class InlinePool:
 def quiet_transformers() -> None:
     # Its per-file "Loading weights" bars, from every model load of every worker, would bury
     # the study's own progress bar.
-    from transformers.utils import logging
 
     logging.disable_progress_bar()
 
@@ -46,9 +52,6 @@ _interrupted = False
 
 
 def _init_worker(threads: int, stop: Any) -> None:
-    import signal
-
-    import torch
 
     global _stop
     _stop = stop
@@ -69,8 +72,6 @@ def _on_interrupt(signum: int, frame: Any) -> None:
 def _run_job(function: Any, *args: Any) -> Any:
     global _running
     if _interrupted or (_stop is not None and _stop.is_set()):
-        from concurrent.futures import CancelledError
-
         raise CancelledError("the study stopped before this job started")
     _running = True
     try:
@@ -83,8 +84,6 @@ class _WorkerPool:
     """A process pool whose queued jobs never start once it shuts down or is interrupted."""
 
     def __init__(self, workers: int, threads: int) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
 
         # spawn, not fork: a forked torch process can deadlock on its parent's thread pools.
         context = multiprocessing.get_context("spawn")
@@ -107,8 +106,6 @@ def study_workers(config: RunConfig, model: str | None) -> int:
     """`study.workers`, or (0) one process per CPU core for the built-in study on CPU."""
     if config.study.workers:
         return config.study.workers
-    from forgetbench.device import default_device
-    from forgetbench.eval.distributed import process_layout
 
     if model is not None or default_device().type != "cpu" or process_layout()[1] > 1:
         return 1

@@ -8,7 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+from transformers import AutoTokenizer
+
 from forgetbench.eval.sanity import run_checks
+from forgetbench.modeling import build_tiny_model, save_model
 from forgetbench.study.evaluate import evaluate_cached
 from forgetbench.study.resolve import Miniature, Study
 
@@ -25,10 +29,6 @@ def random_model(tokenizer: Any, *, scale: str, seed: int) -> Any:
     "retain vs random on forget: high p" for its width, not for what it knows. Scaling the final
     norm's gain by sqrt(REFERENCE_HIDDEN / hidden) gives the 7B's logit spread and changes nothing
     else (measured at tiny scale: p 0.034 unscaled, 0.57 scaled; docs/commands.md, "sanity")."""
-    import torch
-
-    from forgetbench.modeling import build_tiny_model
-
     model = build_tiny_model(tokenizer, scale=scale, seed=seed)
     with torch.no_grad():
         model.model.norm.weight.mul_((REFERENCE_HIDDEN / model.config.hidden_size) ** 0.5)
@@ -37,10 +37,6 @@ def random_model(tokenizer: Any, *, scale: str, seed: int) -> Any:
 
 def sanity_models(mini: Miniature) -> dict[str, Path]:
     """Model folders by role, training what the cache does not hold."""
-    from transformers import AutoTokenizer
-
-    from forgetbench.modeling import save_model
-
     models = {
         "pretrained": mini.base.model_dir,
         "finetuned": mini.model("full").model_dir,

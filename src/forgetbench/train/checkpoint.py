@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import broadcast_object_list, gather_object
 
 from forgetbench.errors import ConfigError
 from forgetbench.io import set_aside
@@ -107,7 +108,6 @@ def load_checkpoint(
     """Every process calls this after `accelerator.prepare(model, optimizer)`: restore them in
     place and return where the loop stopped, or None when there is no usable checkpoint (none, or
     every one damaged: the main process sets each damaged one aside with one line)."""
-    from accelerate.utils import broadcast_object_list
 
     def from_main(value: Any) -> Any:  # the main process looks at the files; all act alike
         return broadcast_object_list([value])[0]
@@ -157,8 +157,6 @@ def _restore(
 ) -> tuple[Resumed | None, str | None]:
     """Load on every process; if any fails, all put the model and optimizer back as they were (a
     failed resume restarts from scratch, which must start from the untouched initial state)."""
-    from accelerate.utils import gather_object
-
     model_backup = {k: v.detach().clone() for k, v in model.state_dict().items()}
     optimizer_backup = copy.deepcopy(optimizer.state_dict())
     problem = None

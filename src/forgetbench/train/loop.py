@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -20,11 +21,20 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import torch
+from accelerate import Accelerator
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from torch.utils.data import DataLoader
 
 from forgetbench.device import model_device, precision, precision_key
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
+from forgetbench.train.integrity import note
 
 # A loss function returns the scalar to minimise, or (scalar, named parts to log).
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, float]]]
@@ -144,8 +154,6 @@ def train_loop(
     Resumes from `out_dir/checkpoint` when one exists, replaying the same data order, so a killed
     run ends with the same weights as an uninterrupted one.
     """
-    from accelerate import Accelerator
-
     if (loss_fn is None) == (step_hook is None):
         raise ValueError("train_loop needs exactly one of loss_fn and step_hook")
     epoch_examples = examples if callable(examples) else (lambda _epoch: examples)
@@ -351,7 +359,6 @@ def _accumulation_steps(config: LoopConfig, processes: int) -> int:
 
 
 def _launched_processes() -> int:
-    import os
 
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -429,8 +436,6 @@ def _log_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
             continue
         rows.append((line, row))
     if dropped:
-        from forgetbench.train.integrity import note
-
         note(f"{path}: dropped {dropped} torn or unreadable line(s); the rest is kept")
     return rows
 
@@ -460,14 +465,6 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-
             self.progress = Progress(
                 TextColumn("[bold]train"),
                 BarColumn(),

@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from transformers import AutoTokenizer
+
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config import TrainConfig
@@ -162,8 +164,6 @@ def pretrain_base(
     size: str = "auto",
 ) -> StageResult:
     """The base model: a fresh tiny Llama trained with plain LM loss on the background corpus."""
-    from transformers import AutoTokenizer
-
     run_dir, data_dir = Path(run_dir), Path(data_dir)
     tokenizer = AutoTokenizer.from_pretrained(build_tokenizer(run_dir, data_dir, scale=scale))
     recipe = mini_recipe(scale, seed=seed)
@@ -291,8 +291,6 @@ def finetune_mini(
     `train`: the user's `train.*` options, applied over the recipe (`mini_finetune_config`).
     `extra`: QA pairs trained on besides the split's (a shadow model's half of the candidates),
     after them; `name` the stage's name (default `finetune` / `retain-<split>`)."""
-    from transformers import AutoTokenizer
-
     tokenizer = AutoTokenizer.from_pretrained(base_dir)
     data_dir = Path(data_dir)
     recipe = mini_recipe(scale, seed=seed)

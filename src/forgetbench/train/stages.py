@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from accelerate import PartialState
+
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
@@ -34,6 +36,7 @@ from forgetbench.modeling import (
     encode_prompt_answer,
     forward_logits,
     load_model,
+    load_tokenizer,
     merge_lora,
     position_limit,
     resolve_template,
@@ -92,8 +95,6 @@ def publish_model(
     whose presence means "finished" last, with the size and sha256 of every file in `folder`
     (the model, an unlearning run's snapshots) but `work/` (the log and scratch: never reused).
     Under `accelerate launch` only the main process writes; every process waits for it."""
-    from accelerate import PartialState
-
     state = PartialState()
     if state.is_main_process:
         save_model(model, tokenizer, folder / "model")
@@ -239,8 +240,6 @@ def finetune_split(
 ) -> StageResult:
     """`forgetbench finetune`: train `model` on one TOFU-layout split (`full` -> the finetuned
     model; a retain split -> a retain model)."""
-    from forgetbench.modeling import load_tokenizer
-
     records = load_tofu(data, split)
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     template = resolve_template(config.model.template, tokenizer, model)

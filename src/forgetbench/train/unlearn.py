@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate import PartialState
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
@@ -523,8 +524,6 @@ def run_unlearning(
         if lora:
             model = apply_lora(model, **lora_for_method(method, model, lora))
         loss, hook = method_loss(method, model)
-
-        from accelerate import PartialState
 
         state = PartialState()
         steps_per_epoch = -(-len(plan[0]) // config.batch_size)

@@ -267,8 +267,8 @@ class EvalConfig(_Section):
     )
     batch_size: Annotated[int | str, BeforeValidator(_batch_size_or_auto)] = Field(
         16,
-        description="sequences per scoring or generation batch; auto = the largest that fits "
-        "the GPU (halving on out-of-memory)",
+        description="sequences per scoring or generation batch (the built-in miniature's "
+        "preset: 64); auto = the largest that fits the GPU (halving on out-of-memory)",
     )
     truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = Field(
         "tofu_code", description="tofu_code = TOFU's code; paper = its paper's arithmetic mean"

@@ -8,6 +8,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from forgetbench.metrics.info import register_metric
+
 
 @lru_cache(maxsize=1)
 def _scorer():
@@ -16,6 +18,20 @@ def _scorer():
     return rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
 
 
+@register_metric(
+    "format_rougeL",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="mean",
+    definition="formats: mean ROUGE-L recall of the greedy answer on the QA-style formats.",
+)
+@register_metric(
+    "rougeL",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="mean",
+    definition="mean ROUGE-L recall of the greedy answer (rouge_score, Porter stemmer).",
+)
 def rouge_recall(generations: Sequence[str], references: Sequence[str]) -> dict[str, np.ndarray]:
     """Per item: {"rouge1_recall": (N,), "rougeL_recall": (N,)}."""
     if len(generations) != len(references):

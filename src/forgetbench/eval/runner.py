@@ -14,7 +14,7 @@ from forgetbench import __version__
 from forgetbench.config import EvalConfig
 from forgetbench.data.logs import EvalLog, read_eval_log, write_eval_log
 from forgetbench.errors import ConfigError, DataError
-from forgetbench.eval.backend import FastBackend
+from forgetbench.eval.backend import evaluation_backend
 from forgetbench.eval.distributed import is_main_process
 from forgetbench.eval.summary import compare
 from forgetbench.eval.tasks import TASKS, EvalSetup, run_task
@@ -133,7 +133,7 @@ def evaluate_model(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
         options=options, template=template, tokenizer=tokenizer, max_length=max_length,
     )  # fmt: skip
-    backend = FastBackend(model, tokenizer, batch_size=options.batch_size)
+    backend = evaluation_backend(model, tokenizer, options)
     log: EvalLog | None = None
     scores: dict[str, Any] = {}
     extra: dict[str, Any] = {}

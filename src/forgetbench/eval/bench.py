@@ -38,7 +38,7 @@ import torch
 
 from forgetbench.config import EvalConfig
 from forgetbench.data.logs import SET_FILES, EvalLog
-from forgetbench.device import peak_memory_mib, reset_peak_memory
+from forgetbench.device import default_device, peak_memory_mib, reset_peak_memory
 from forgetbench.errors import DataError, ForgetbenchError
 from forgetbench.eval.backend import Backend, NaiveBackend, evaluation_backend
 from forgetbench.eval.outputs import AnswerScore
@@ -342,8 +342,6 @@ def matmul_peak_flop_per_s(
     device the models run on (`model.device`): the rate a dense, cache-friendly kernel reaches
     there, which no model step exceeds. On a GPU the products are larger (8192) and synchronised,
     or launch latency would be timed instead of arithmetic."""
-    from forgetbench.device import default_device
-
     device = device or default_device()
     cuda = device.type == "cuda"
     if cuda:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 from forgetbench.metrics.aggregation import AGGREGATIONS
 from forgetbench.metrics.info import register_metric
@@ -225,6 +226,8 @@ def attack_auc(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> float
     """ROC AUC of separating members (label 1) from non-members (label 0) by a member-high score
     (`sklearn.metrics.roc_auc_score`): the probability that a random member outscores a random
     non-member, ties counting one half. 0.5 = no leakage, 1 = members fully identifiable."""
+    # Lazy: sklearn costs ~0.35 s and the package imports this module for its registrations, also
+    # where nothing is scored (the report); only computing an AUC needs it.
     from sklearn.metrics import roc_auc_score
 
     members = np.asarray(member_scores, dtype=np.float64).ravel()
@@ -320,7 +323,7 @@ def tpr_at_fpr(member_scores: np.ndarray, nonmember_scores: np.ndarray, fpr: flo
     at that FPR, i.e. at a point that lies on a vertical run of the curve (several members tied
     above the next non-member) the top of the run, else the linear interpolation between the last
     point with FPR <= fpr and the next one."""
-    from sklearn.metrics import roc_curve
+    from sklearn.metrics import roc_curve  # lazy, as in attack_auc
 
     members = np.asarray(member_scores, dtype=np.float64).ravel()
     nonmembers = np.asarray(nonmember_scores, dtype=np.float64).ravel()
@@ -457,7 +460,6 @@ def rmia_score(
     if gamma <= 0:
         raise ValueError(f"gamma must be > 0, got {gamma}")
     target_, scores, _ = _shadow_inputs(target, shadow_scores, np.zeros(shadow_scores.shape))
-    from scipy.special import logsumexp
 
     # log ratio(x) = s(x) - log mean_i exp(s_i(x))
     log_ratio = target_ - (logsumexp(scores, axis=0) - math.log(scores.shape[0]))

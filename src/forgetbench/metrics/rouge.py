@@ -13,6 +13,8 @@ from forgetbench.metrics.info import register_metric
 
 @lru_cache(maxsize=1)
 def _scorer():
+    # Lazy: rouge_score (with nltk) costs ~0.25 s, and every `forgetbench.metrics` import (the report
+    # reads lume's MMLU bar) loads this module; only a generation's scoring needs it.
     from rouge_score import rouge_scorer
 
     return rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)

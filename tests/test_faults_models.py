@@ -307,11 +307,11 @@ def test_eval_max_length_reaches_every_scored_task(world: dict[str, Path]) -> No
     tokenizer = AutoTokenizer.from_pretrained(world["good"])
 
     def lengths(*overrides: str) -> dict[str, set[int | None]]:
-        options = load_config(None, list(overrides)).eval
+        eval_config = load_config(None, list(overrides)).eval
         setup = EvalSetup(
             root=world["data"], tofu=world["data"] / "tofu", split="forget01", benchmark="mini",
-            options=options, template=TEMPLATE, tokenizer=tokenizer,
-            max_length=scored_length(model, options, 96),
+            eval_config=eval_config, template=TEMPLATE, tokenizer=tokenizer,
+            max_length=scored_length(model, eval_config, 96),
         )  # fmt: skip
         found: dict[str, set[int | None]] = {}
         for name in ("tofu", "mia", "formats"):

@@ -7,6 +7,7 @@ import pytest
 from forgetbench.attacks.halves import split_halves
 from forgetbench.config import load_config
 from forgetbench.data.tofu import load_tofu
+from forgetbench.study import attack
 from forgetbench.study.attack import attack_data, attack_model, incontext_records
 from forgetbench.study.resolve import Study
 from forgetbench.train.mini import TEMPLATE
@@ -22,11 +23,9 @@ def setup(tiny_study):
 
 
 def test_relearning_trains_on_the_a_half_only(setup, monkeypatch, tmp_path):
-    import forgetbench.train.stages as stages
-
     run, data, study, config = setup
     trained: list[str] = []
-    real = stages.run_stage
+    real = attack.run_stage
 
     def spy(run_dir, *, examples, **kwargs):
         from transformers import AutoTokenizer
@@ -35,7 +34,7 @@ def test_relearning_trains_on_the_a_half_only(setup, monkeypatch, tmp_path):
         trained.extend(tokenizer.decode(e.input_ids) for e in examples)
         return real(run_dir, examples=examples, **kwargs)
 
-    monkeypatch.setattr(stages, "run_stage", spy)
+    monkeypatch.setattr(attack, "run_stage", spy)
     # One round of plain relearning towards a target no model reaches: it trains once, on all.
     config = config.model_copy(
         update={"attack": config.attack.model_copy(update={"relearn_full_rounds": 1})}

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
+from forgetbench.config import EvalConfig
 from forgetbench.eval.distributed import sharded_map
 from forgetbench.eval.outputs import (
     AnswerScore,
@@ -162,6 +163,13 @@ class FastBackend:
                 if torch.cuda.is_available():
                     torch.cuda.empty_cache()
                 self.batch_size //= 2
+
+
+def evaluation_backend(model: Any, tokenizer: Any, eval_config: EvalConfig) -> FastBackend:
+    """The backend every evaluation of a model runs on (`forgetbench eval`, the study, the attacks,
+    `bench eval`'s fast path): `FastBackend` with `eval.batch_size` sequences a batch, `auto` the
+    largest that fits. One place reads the evaluation config for it, so all of them batch alike."""
+    return FastBackend(model, tokenizer, batch_size=eval_config.batch_size)
 
 
 class NaiveBackend:

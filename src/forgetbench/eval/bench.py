@@ -36,10 +36,11 @@ from typing import Any
 
 import torch
 
+from forgetbench.config import EvalConfig
 from forgetbench.data.logs import SET_FILES, EvalLog
-from forgetbench.device import peak_memory_mib, reset_peak_memory
+from forgetbench.device import default_device, peak_memory_mib, reset_peak_memory
 from forgetbench.errors import DataError, ForgetbenchError
-from forgetbench.eval.backend import Backend, FastBackend, NaiveBackend
+from forgetbench.eval.backend import Backend, NaiveBackend, evaluation_backend
 from forgetbench.eval.outputs import AnswerScore
 from forgetbench.eval.requests import Generate, Score
 from forgetbench.eval.summary import summarize
@@ -246,11 +247,13 @@ def bench_evaluation(
     naive_gpu = peak_memory_mib()
     reset_peak_rss()
     reset_peak_memory()
+    # The fast path as every evaluation builds it; the config only carries the batch size here.
+    fast_backend = evaluation_backend(model, tokenizer, EvalConfig(batch_size=batch_size))
     with fast_meter.attached(model):
         started = time.perf_counter()
         fast = evaluate_tofu(
-            MeteredBackend(fast_backend := FastBackend(model, tokenizer, batch_size=batch_size), fast_meter),
-            tokenizer, template, sets, max_new_tokens=max_new_tokens, max_length=max_length,
+            MeteredBackend(fast_backend, fast_meter), tokenizer, template, sets,
+            max_new_tokens=max_new_tokens, max_length=max_length,
         )  # fmt: skip
         fast_seconds = time.perf_counter() - started
     fast_rss = peak_rss_mib()
@@ -339,8 +342,6 @@ def matmul_peak_flop_per_s(
     device the models run on (`model.device`): the rate a dense, cache-friendly kernel reaches
     there, which no model step exceeds. On a GPU the products are larger (8192) and synchronised,
     or launch latency would be timed instead of arithmetic."""
-    from forgetbench.device import default_device
-
     device = device or default_device()
     cuda = device.type == "cuda"
     if cuda:

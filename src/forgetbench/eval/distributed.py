@@ -7,16 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from accelerate import PartialState
+from accelerate.utils import gather_object
+
+from forgetbench.device import default_device
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
 def process_layout() -> tuple[int, int]:
     """(rank, world size); (0, 1) outside a distributed launch, without initialising anything."""
-    from accelerate import PartialState
-
-    from forgetbench.device import default_device
-
     # Without cpu=True accelerate never sets up the multi-process CPU backend, and every process
     # would believe it is alone and evaluate everything.
     state = PartialState(cpu=default_device().type != "cuda")
@@ -35,7 +36,6 @@ def sharded_map(
     rank, world = process_layout()
     if world == 1:
         return function(items)
-    from accelerate.utils import gather_object
 
     start, stop = len(items) * rank // world, len(items) * (rank + 1) // world
     local = function(items[start:stop])

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from forgetbench.device import default_device
 from forgetbench.errors import ConfigError, DataError, did_you_mean
+from forgetbench.modeling import load_tokenizer
 
 INSTALL_HINT = "pip install 'forgetbench[lmeval]'"
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "auto")
@@ -72,8 +74,6 @@ def lm_eval_utility(
     }
     task_manager = _task_manager(TaskManager, tasks, include_path, metadata=dict(model_args))
     if device is None:
-        from forgetbench.device import default_device
-
         device = str(default_device())
 
     try:
@@ -133,8 +133,6 @@ def _validate(
 def _check_model(model_dir: str, *, apply_chat_template: bool, trust_remote_code: bool) -> None:
     """Fail before lm-eval's long start-up: the tokenizer must load from `model_dir`, and have a
     chat template when one is asked for (lm-eval would otherwise fail deep in request building)."""
-    from forgetbench.modeling import load_tokenizer
-
     tokenizer = load_tokenizer(model_dir, trust_remote_code=trust_remote_code)
     if apply_chat_template and not getattr(tokenizer, "chat_template", None):
         raise ConfigError(

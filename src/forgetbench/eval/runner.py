@@ -14,7 +14,7 @@ from forgetbench import __version__
 from forgetbench.config import EvalConfig
 from forgetbench.data.logs import EvalLog, read_eval_log, write_eval_log
 from forgetbench.errors import ConfigError, DataError
-from forgetbench.eval.backend import FastBackend
+from forgetbench.eval.backend import evaluation_backend
 from forgetbench.eval.distributed import is_main_process
 from forgetbench.eval.summary import compare
 from forgetbench.eval.tasks import TASKS, EvalSetup, run_task
@@ -67,7 +67,7 @@ def evaluation_key(
     model_dir: str | Path,
     data: str | Path,
     split: str,
-    options: EvalConfig,
+    eval_config: EvalConfig,
     benchmark: str,
     tasks: tuple[str, ...] | None = None,
 ) -> str:
@@ -83,8 +83,8 @@ def evaluation_key(
             # in any output folder sharing the cache, are not reused for the new one.
             {name: info.version for name, info in sorted(METRICS.items())},
             # Unset, the newer options leave the keys of earlier evaluations as they were.
-            options.model_dump(
-                exclude={k for k in _NEWER_OPTIONS if getattr(options, k) is None}
+            eval_config.model_dump(
+                exclude={k for k in _NEWER_OPTIONS if getattr(eval_config, k) is None}
                 | ROW_TIME_OPTIONS
             ),
             *([list(tasks)] if tasks is not None else []),
@@ -93,14 +93,14 @@ def evaluation_key(
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def scored_length(model: Any, options: EvalConfig, train_max_length: int) -> int:
+def scored_length(model: Any, eval_config: EvalConfig, train_max_length: int) -> int:
     """The evaluation's tokens per scored prompt+answer (`EvalConfig.scored_length`), refused
     past the model's context when asked for: positions it never learned give numbers that mean
     nothing, or an index error for learned position embeddings. The default (train.max_length)
     is cut to a learned position table's size instead: such a model cannot be shown more."""
-    length = options.scored_length(train_max_length)
+    length = eval_config.scored_length(train_max_length)
     context = model_context(model)
-    if options.max_length is not None and context is not None and length > context:
+    if eval_config.max_length is not None and context is not None and length > context:
         raise ConfigError(
             f"eval.max_length={length} is longer than the model's context ({context} tokens)",
             f"set eval.max_length to at most {context}",
@@ -131,9 +131,9 @@ def evaluate_model(
     max_length = scored_length(model, options, max_length)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
-        options=options, template=template, tokenizer=tokenizer, max_length=max_length,
+        eval_config=options, template=template, tokenizer=tokenizer, max_length=max_length,
     )  # fmt: skip
-    backend = FastBackend(model, tokenizer, batch_size=options.batch_size)
+    backend = evaluation_backend(model, tokenizer, options)
     log: EvalLog | None = None
     scores: dict[str, Any] = {}
     extra: dict[str, Any] = {}

@@ -4,10 +4,16 @@ Per-item functions return one value per question; aggregations are separate func
 reported number can be recomputed from a cached log.
 """
 
-# mia and tofu register the two-sample aggregations they define (roc_auc, ks_pvalue), so the
-# registry is whole whichever metrics module is imported first.
-from forgetbench.metrics import mia, tofu  # noqa: F401
-from forgetbench.metrics.aggregation import AGGREGATIONS, aggregate
-from forgetbench.metrics.info import METRICS, MetricInfo
+# Each metric module registers the metrics it defines (`register_metric`) and the aggregations it
+# defines (mia: roc_auc, tpr_at_fpr; tofu: ks_pvalue), so importing them all here makes
+# `METRICS` and `AGGREGATIONS` whole whichever metrics module is imported first. The order of the
+# imports is the order of `METRICS`, so of results.json's `metric_versions` and of the report's table
+# of them: TOFU's metrics first, then the MIAs, memorisation, LUME's and the formats'.
+# isort: off
+from forgetbench.metrics import tofu, rouge, mia, memorisation, lume, formats  # noqa: F401
 
-__all__ = ["AGGREGATIONS", "METRICS", "MetricInfo", "aggregate"]
+# isort: on
+from forgetbench.metrics.aggregation import AGGREGATIONS, aggregate
+from forgetbench.metrics.info import METRICS, MetricInfo, register_metric
+
+__all__ = ["AGGREGATIONS", "METRICS", "MetricInfo", "aggregate", "register_metric"]

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from forgetbench.metrics.info import register_metric
+
 LETTERS = "ABCD"
 
 
@@ -48,6 +50,16 @@ def mc_choice(letter_logprobs: Sequence[Mapping[str, float]]) -> np.ndarray:
     ).reshape(-1)
 
 
+@register_metric(
+    "format_mc_success",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "formats: share of MC questions whose highest next-token log-prob letter, among the "
+        "offered letters, is right."
+    ),
+)
 def mc_success(letter_logprobs: Sequence[Mapping[str, float]], labels: Sequence[int]) -> np.ndarray:
     """Per question 1.0 if `mc_choice` picks the right option, else 0.0. `labels` are 0-based
     option indices (0 = "A"). (N,); its mean is the format's success rate."""
@@ -62,6 +74,15 @@ def mc_success(letter_logprobs: Sequence[Mapping[str, float]], labels: Sequence[
     return (choices == np.asarray(labels, dtype=np.int64)).astype(np.float64)
 
 
+@register_metric(
+    "cloze_probability",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "formats: mean P(span)^(1/n), the length-normalised probability of the masked cloze span."
+    ),
+)
 def cloze_probability(logprob_sum: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     """Per item `exp(logprob_sum / tokens) = P(x_1..x_n)^(1/n)`: the length-normalised
     probability of the masked span given the question and the answer up to it (formats paper,

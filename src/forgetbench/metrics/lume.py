@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from forgetbench.metrics.aggregation import harmonic_mean
+from forgetbench.metrics.info import register_metric
 from forgetbench.metrics.rouge import rouge_recall
 
 KINDS = ("regurgitation", "knowledge")
@@ -27,12 +28,29 @@ TASK_SCORE_KEYS: tuple[str, ...] = tuple(
 """The 12 keys `task_aggregate` takes: `"{kind}/{task}/{split}"`."""
 
 
+@register_metric(
+    "regurgitation",
+    direction="closer_to_retain",
+    version=1,
+    aggregation="mean",
+    definition="LUME: mean ROUGE-L recall of the greedy continuation of each sc prompt.",
+)
 def regurgitation(generations: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """Per item ROUGE-L recall of the generation against the reference continuation
     (`rouge_score`, Porter stemmer) — the official scorer's `regurgitation-score`. (N,)."""
     return rouge_recall(generations, references)["rougeL_recall"]
 
 
+@register_metric(
+    "knowledge_accuracy",
+    direction="closer_to_retain",
+    version=1,
+    aggregation="mean",
+    definition=(
+        "LUME: mean exact match of the qa answer after strip() and lower() on both sides "
+        "(official scorer)."
+    ),
+)
 def knowledge_accuracy(generations: Sequence[str], answers: Sequence[str]) -> np.ndarray:
     """Per item 1.0 if the generation equals the answer after `.strip().lower()` on both, else 0.0
     — the official scorer's `knowledge-score`. (N,).
@@ -53,6 +71,15 @@ def knowledge_accuracy(generations: Sequence[str], answers: Sequence[str]) -> np
     )
 
 
+@register_metric(
+    "lume_mia_score",
+    direction="higher",
+    version=1,
+    aggregation="roc_auc",
+    definition=(
+        "LUME: 1 - 2|AUC - 0.5| for the loss-attack AUC of forget members vs. non-members."
+    ),
+)
 def mia_score(auc: float) -> float:
     """`1 - 2 |AUC - 0.5|` (official scorer's `mia_final_score`): 1 when a loss-based attack is
     at chance on forget members vs. non-members, 0 when it separates them perfectly either way —
@@ -62,6 +89,16 @@ def mia_score(auc: float) -> float:
     return 1.0 - 2.0 * abs(auc - 0.5)
 
 
+@register_metric(
+    "lume_task_aggregate",
+    direction="higher",
+    version=1,
+    aggregation="harmonic_mean",
+    definition=(
+        "LUME: harmonic mean of the regurgitation/knowledge x Task1-3 x forget/retain means, "
+        "forget ones as 1 - x."
+    ),
+)
 def task_aggregate(scores: Mapping[str, float], *, allow_missing: bool = False) -> float:
     """Harmonic mean (`scipy.stats.hmean`) of the per-task mean scores, forget ones inverted.
 
@@ -112,6 +149,16 @@ def mmlu_below_threshold(mmlu: float, *, threshold: float = MMLU_THRESHOLD) -> b
     return mmlu < threshold
 
 
+@register_metric(
+    "lume_final",
+    direction="higher",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "LUME: arithmetic mean of task aggregate, MIA score and utility: MMLU when measured or "
+        "given, else the miniature's background MC accuracy (official scorer)."
+    ),
+)
 def final_score(task_aggregate: float, mia_score: float, utility: float) -> float:
     """The SemEval-2025 Task 4 final score: the arithmetic mean of the task aggregate, the MIA
     score and utility (MMLU accuracy in the challenge). The official scorer computes

@@ -15,6 +15,8 @@ from typing import Literal
 
 import numpy as np
 
+from forgetbench.metrics.info import register_metric
+
 
 def _items(argmax_matches: Sequence[np.ndarray]) -> list[np.ndarray]:
     items = []
@@ -30,6 +32,16 @@ def _items(argmax_matches: Sequence[np.ndarray]) -> list[np.ndarray]:
     return items
 
 
+@register_metric(
+    "exact_memorisation",
+    direction="lower",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "mean fraction of answer tokens, the final label (EOS) excluded, whose teacher-forced "
+        "argmax equals the label (open-unlearning exact_memorization)."
+    ),
+)
 def exact_memorisation(argmax_matches: Sequence[np.ndarray]) -> np.ndarray:
     """Exact memorisation (Tirumala et al., 2022, "Memorization Without Overfitting"; open-
     unlearning's `exact_memorization`): per item the fraction of answer tokens whose
@@ -42,6 +54,16 @@ def exact_memorisation(argmax_matches: Sequence[np.ndarray]) -> np.ndarray:
     return np.array([m.mean() for m in _items(argmax_matches)], dtype=np.float64)
 
 
+@register_metric(
+    "extraction_strength",
+    direction="lower",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "mean 1 - k/n over the answer without its EOS, k the shortest prefix from which greedy "
+        "decoding reproduces the rest, at most n - 1 (open-unlearning extraction_strength)."
+    ),
+)
 def extraction_strength(
     argmax_matches: Sequence[np.ndarray],
     *,

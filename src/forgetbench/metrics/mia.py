@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 from forgetbench.metrics.aggregation import AGGREGATIONS
+from forgetbench.metrics.info import register_metric
 
 ATTACKS: dict[str, str] = {
     "loss": "mean token log-prob, i.e. -loss (Yeom et al., 2018)",
@@ -66,6 +68,16 @@ def _lowest_fraction_mean(values: np.ndarray, k: float) -> float:
     return float(np.mean(np.sort(values)[:count]))
 
 
+@register_metric(
+    "mia/loss",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of the LOSS attack (mean token log-prob) separating forget members from holdout non-"
+        "members; members labelled 1."
+    ),
+)
 def loss_score(token_logps: Sequence[np.ndarray]) -> np.ndarray:
     """LOSS attack (Yeom et al., 2018, "Privacy Risk in Machine Learning"): per item the mean
     token log-prob, i.e. -loss. Training lowers the loss of what was trained on, so members score
@@ -73,6 +85,16 @@ def loss_score(token_logps: Sequence[np.ndarray]) -> np.ndarray:
     return np.array([a.mean() for a in _items(token_logps, "token_logps")])
 
 
+@register_metric(
+    "mia/zlib",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of the zlib attack: mean token log-prob / zlib-compressed length of the text in "
+        "bytes (Carlini et al., 2021)."
+    ),
+)
 def zlib_score(token_logps: Sequence[np.ndarray], texts: Sequence[str]) -> np.ndarray:
     """zlib attack (Carlini et al., 2021, "Extracting Training Data from Large Language Models",
     Sec. 5.1): the mean token log-prob divided by the zlib-compressed length of the text in bytes
@@ -92,6 +114,16 @@ def zlib_score(token_logps: Sequence[np.ndarray], texts: Sequence[str]) -> np.nd
     return np.array([a.mean() for a in items]) / sizes
 
 
+@register_metric(
+    "mia/min_k",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of Min-K% Prob: mean of the lowest max(1, int(k*n)) token log-probs, k = 0.4 (Shi et"
+        " al., 2024)."
+    ),
+)
 def min_k_score(token_logps: Sequence[np.ndarray], *, k: float = 0.4) -> np.ndarray:
     """Min-K% Prob (Shi et al., 2024, "Detecting Pretraining Data from Large Language Models"):
     the mean of the lowest k-fraction of token log-probs.
@@ -105,6 +137,16 @@ def min_k_score(token_logps: Sequence[np.ndarray], *, k: float = 0.4) -> np.ndar
     return np.array([_lowest_fraction_mean(a, k) for a in _items(token_logps, "token_logps")])
 
 
+@register_metric(
+    "mia/min_k_plus_plus",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of Min-K%++: lowest-k mean of (log p(x_t) - mu_t) / sigma_t over the vocabulary "
+        "distribution (Zhang et al., 2024)."
+    ),
+)
 def min_k_plus_plus_score(
     token_logps: Sequence[np.ndarray],
     token_mean: Sequence[np.ndarray],
@@ -152,6 +194,16 @@ def min_k_plus_plus_score(
     return np.array(scores)
 
 
+@register_metric(
+    "mia/reference",
+    direction="closer_to_retain",
+    version=1,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of the reference attack: the model's mean answer-token log-prob minus a reference "
+        "(retain) model's, per item."
+    ),
+)
 def reference_score(
     token_logps: Sequence[np.ndarray], reference_token_logps: Sequence[np.ndarray]
 ) -> np.ndarray:
@@ -174,6 +226,8 @@ def attack_auc(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> float
     """ROC AUC of separating members (label 1) from non-members (label 0) by a member-high score
     (`sklearn.metrics.roc_auc_score`): the probability that a random member outscores a random
     non-member, ties counting one half. 0.5 = no leakage, 1 = members fully identifiable."""
+    # Lazy: sklearn costs ~0.35 s and the package imports this module for its registrations, also
+    # where nothing is scored (the report); only computing an AUC needs it.
     from sklearn.metrics import roc_auc_score
 
     members = np.asarray(member_scores, dtype=np.float64).ravel()
@@ -187,6 +241,16 @@ def attack_auc(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> float
     return float(roc_auc_score(labels, np.concatenate([members, nonmembers])))
 
 
+@register_metric(
+    "privleak",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "((1 - AUC) - (1 - AUC_retain)) / (1 - AUC_retain) * 100 for an MIA AUC (MUSE); ~0 is "
+        "best, negative = still leaks."
+    ),
+)
 def privleak(auc: float, retain_auc: float) -> float:
     """PrivLeak (Shi et al., 2024, MUSE; open-unlearning's `privleak`):
     `((1 - AUC) - (1 - AUC_retain)) / (1 - AUC_retain) * 100`.
@@ -228,6 +292,25 @@ def min_nonmembers(fpr: float) -> int:
     return math.ceil(1.0 / fpr - 1e-9)
 
 
+@register_metric(
+    "mia/tpr@0.1%fpr",
+    direction="closer_to_retain",
+    version=1,
+    aggregation="tpr_at_fpr",
+    definition=(
+        "TPR of an MIA attack at 0.1% FPR, as at 1%; None with fewer than 1000 non-members."
+    ),
+)
+@register_metric(
+    "mia/tpr@1%fpr",
+    direction="closer_to_retain",
+    version=1,
+    aggregation="tpr_at_fpr",
+    definition=(
+        "TPR of an MIA attack at 1% FPR, linear interpolation on the ROC curve; None (not "
+        "resolvable) with fewer than 100 non-members."
+    ),
+)
 @AGGREGATIONS.register("tpr_at_fpr")
 def tpr_at_fpr(member_scores: np.ndarray, nonmember_scores: np.ndarray, fpr: float) -> float | None:
     """TPR at false-positive rate `fpr` from the ROC curve, members labelled 1, higher score =
@@ -240,7 +323,7 @@ def tpr_at_fpr(member_scores: np.ndarray, nonmember_scores: np.ndarray, fpr: flo
     at that FPR, i.e. at a point that lies on a vertical run of the curve (several members tied
     above the next non-member) the top of the run, else the linear interpolation between the last
     point with FPR <= fpr and the next one."""
-    from sklearn.metrics import roc_curve
+    from sklearn.metrics import roc_curve  # lazy, as in attack_auc
 
     members = np.asarray(member_scores, dtype=np.float64).ravel()
     nonmembers = np.asarray(nonmember_scores, dtype=np.float64).ravel()
@@ -296,6 +379,16 @@ def _shadow_inputs(
     return target_, scores, members
 
 
+@register_metric(
+    "mia/lira",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of online LiRA with fixed variance over the shadow models' mean answer-token log-"
+        "probs (Carlini et al., 2022)."
+    ),
+)
 def lira_score(
     target: Sequence[float],
     shadow_scores: np.ndarray,
@@ -336,6 +429,16 @@ def lira_score(
     return log_normal(target_, mu_in, sigma_in) - log_normal(target_, mu_out, sigma_out)
 
 
+@register_metric(
+    "mia/rmia",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="roc_auc",
+    definition=(
+        "AUC of online RMIA over the shadow models, population = the other candidates, gamma = "
+        "eval.mia_rmia_gamma (Zarifzadeh et al., 2024)."
+    ),
+)
 def rmia_score(
     target: Sequence[float], shadow_scores: np.ndarray, *, gamma: float = 1.0
 ) -> np.ndarray:
@@ -357,7 +460,6 @@ def rmia_score(
     if gamma <= 0:
         raise ValueError(f"gamma must be > 0, got {gamma}")
     target_, scores, _ = _shadow_inputs(target, shadow_scores, np.zeros(shadow_scores.shape))
-    from scipy.special import logsumexp
 
     # log ratio(x) = s(x) - log mean_i exp(s_i(x))
     log_ratio = target_ - (logsumexp(scores, axis=0) - math.log(scores.shape[0]))

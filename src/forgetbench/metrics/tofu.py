@@ -13,11 +13,22 @@ import numpy as np
 from scipy.stats import ks_2samp
 
 from forgetbench.metrics.aggregation import AGGREGATIONS, harmonic_mean
+from forgetbench.metrics.info import register_metric
 
 TruthRatioForm = Literal["tofu_code", "paper", "prob_mean"]
 TRUTH_RATIO_FORMS: tuple[str, ...] = ("tofu_code", "paper", "prob_mean")
 
 
+@register_metric(
+    "probability",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "mean exp(-loss(a|q)) with loss the mean NLL per answer token; on Real Authors / World "
+        "Facts mean p(a)/(p(a)+sum p(perturbed)) (TOFU)."
+    ),
+)
 def normalized_probability(loss: np.ndarray) -> np.ndarray:
     """(N,) -> (N,): `P(a|q)^(1/|a|)` per question."""
     return np.exp(-np.asarray(loss, dtype=np.float64))
@@ -67,6 +78,16 @@ def truth_ratio(
     raise ValueError(f"unknown truth ratio form {form!r}; use one of {TRUTH_RATIO_FORMS}")
 
 
+@register_metric(
+    "truth_ratio",
+    direction="closer_to_retain",
+    version=2,
+    aggregation="mean",
+    definition=(
+        "R = exp(mean_j loss(pert_j) - loss(para)); forget set mean(min(R, 1/R)), other sets "
+        "mean(max(0, 1 - 1/R)) (TOFU code)."
+    ),
+)
 def truth_ratio_score(ratio: np.ndarray, *, form: TruthRatioForm, forget: bool) -> float:
     """The reported truth-ratio sub-score of one set: TOFU's transforms for the ratio forms
     (`forget_truth_ratio_score` on the forget set, `retained_truth_ratio_score` elsewhere), the
@@ -89,6 +110,13 @@ def retained_truth_ratio_score(ratio: np.ndarray) -> float:
     return float(np.mean(np.maximum(0.0, 1.0 - 1.0 / ratio)))
 
 
+@register_metric(
+    "model_utility",
+    direction="higher",
+    version=2,
+    aggregation="harmonic_mean",
+    definition="harmonic mean of the 9 retain/real-authors/world-facts sub-scores.",
+)
 def model_utility(scores: Mapping[str, float]) -> float:
     """Harmonic mean of the nine {probability, rougeL, truth_ratio} x {retain, real_authors,
     world_facts} sub-scores. A zero anywhere makes utility zero, by design of the harmonic mean."""
@@ -111,6 +139,25 @@ def ks_test(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float]
     return float(result.statistic), float(result.pvalue)
 
 
+@register_metric(
+    "retain_ks_pvalue",
+    direction="higher",
+    version=2,
+    aggregation="ks_pvalue",
+    definition=(
+        "p-value of the same KS test on the retain-set truth ratios (TOFU appendix E sanity check)."
+    ),
+)
+@register_metric(
+    "forget_quality",
+    direction="higher",
+    version=2,
+    aggregation="ks_pvalue",
+    definition=(
+        "p-value of the two-sample KS test between forget-set truth ratios of the model and of a "
+        "retain model."
+    ),
+)
 @AGGREGATIONS.register("ks_pvalue")
 def forget_quality(
     candidate_forget_ratio: np.ndarray, retain_model_forget_ratio: np.ndarray

@@ -14,20 +14,41 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from forgetbench.attacks.halves import DEFAULT_QUESTIONS_PER_AUTHOR, Halves, split_halves
+from forgetbench.attacks.quantize import quantise_model
 from forgetbench.attacks.recovery import knowledge_recovered, steps_to_reach
 from forgetbench.cache import shared_entry, suspended
 from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
+from forgetbench.data.tofu import load_tofu, tofu_eval_sets
 from forgetbench.errors import DataError
+from forgetbench.eval.backend import evaluation_backend, serve
+from forgetbench.eval.requests import Generate
+from forgetbench.eval.runner import (
+    cached_evaluation,
+    evaluation_key,
+    scored_length,
+    tofu_root,
+    write_evaluation,
+)
+from forgetbench.eval.summary import set_scores
+from forgetbench.eval.tasks.task import run_task
+from forgetbench.eval.tasks.tofu import TofuTask
 from forgetbench.io import atomic_write_json, read_json
+from forgetbench.metrics import tofu
+from forgetbench.metrics.rouge import rouge_recall
+from forgetbench.modeling import load_model, load_tokenizer
 from forgetbench.records import QARecord
-from forgetbench.study.resolve import Study
+from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
+from forgetbench.study.resolve import Study, resolve
+from forgetbench.train.loop import LoopConfig
+from forgetbench.train.stages import StageResult, encode_qa, run_stage
 
 # The three TOFU numbers every attack reports on the B half (forget quality comes on top).
 METRICS = ("probability", "rougeL", "truth_ratio")
@@ -65,9 +86,6 @@ class AttackData:
 
 
 def attack_data(study: Study, config: RunConfig, split: str) -> AttackData:
-    from forgetbench.data.tofu import load_tofu, tofu_eval_sets
-    from forgetbench.eval.runner import tofu_root
-
     tofu = tofu_root(study.data)
     train = load_tofu(tofu, split)
     evaluation = tofu_eval_sets(tofu, split)["forget"]
@@ -122,21 +140,9 @@ def _evaluate(
     prepare: Callable[[Any], Any] | None = None,
 ) -> EvalLog:
     """TOFU's forget-set evaluation of `records` (the model changed by `prepare` first), cached
-    by the model, the records, the variant and the evaluation options."""
-    from forgetbench.eval.backend import FastBackend
-    from forgetbench.eval.runner import (
-        cached_evaluation,
-        evaluation_key,
-        scored_length,
-        write_evaluation,
-    )
-    from forgetbench.eval.summary import set_scores
-    from forgetbench.eval.tasks.task import run_task
-    from forgetbench.eval.tasks.tofu import TofuTask
-    from forgetbench.modeling import load_model
-
-    options = config.eval
-    base = evaluation_key(model_dir, study.data, "attack", options, study.benchmark)
+    by the model, the records, the variant and the evaluation config."""
+    eval_config = config.eval
+    base = evaluation_key(model_dir, study.data, "attack", eval_config, study.benchmark)
     key = _key([base, variant, [(r.question, r.answer) for r in records]])
     with shared_entry(folder, kind="evaluations", name=key):
         cached = cached_evaluation(folder, key)
@@ -149,22 +155,20 @@ def _evaluate(
             prepare(model)
         task = TofuTask(
             {"forget": list(records)}, study.template, tokenizer,
-            max_new_tokens=options.max_new_tokens,
-            max_length=scored_length(model, options, study.max_length),
-            form=options.truth_ratio_form,
+            max_new_tokens=eval_config.max_new_tokens,
+            max_length=scored_length(model, eval_config, study.max_length),
+            form=eval_config.truth_ratio_form,
         )  # fmt: skip
-        log = run_task(task, FastBackend(model, tokenizer, batch_size=options.batch_size)).eval_log
+        log = run_task(task, evaluation_backend(model, tokenizer, eval_config)).eval_log
         assert log is not None
-        scores = set_scores(log.sets["forget"], form=options.truth_ratio_form)
+        scores = set_scores(log.sets["forget"], form=eval_config.truth_ratio_form)
         write_evaluation(folder, key, log, scores, {}, {"model": str(model_dir), **variant})
         return log
 
 
-def relearn_loop(study: Study, config: RunConfig, *, epochs: int) -> Any:  # LoopConfig
+def relearn_loop(study: Study, config: RunConfig, *, epochs: int) -> LoopConfig:
     """The relearning budget, the same for every model: AdamW from a fresh state, no warm-up
     (one epoch of warm-up would be the whole attack), linear decay."""
-    from forgetbench.train.loop import LoopConfig
-
     lr = config.attack.relearn_lr or study.finetune_lr or config.train.lr
     size = config.attack.relearn_batch_size
     return LoopConfig(
@@ -180,10 +184,7 @@ def relearn_stage(
     config: RunConfig,
     run_dir: Path,
     name: str,
-) -> Any:  # StageResult
-    from forgetbench.modeling import load_tokenizer
-    from forgetbench.train.stages import encode_qa, run_stage
-
+) -> StageResult:
     tokenizer = load_tokenizer(model_dir, trust_remote_code=config.model.trust_remote_code)
     examples = encode_qa(records, tokenizer, study.template, max_length=study.max_length)
     return run_stage(
@@ -205,14 +206,12 @@ def relearn_curve(
     """Forget ROUGE-L (the study's forget questions) after each round of relearning on the whole
     forget set, until it reaches `attack.relearn_target` x `target` or the rounds run out. The
     rounds' models are scratch (only the curve is kept, cached by its inputs)."""
-    from forgetbench.eval.runner import evaluation_key
-
-    options = config.attack
-    loop = relearn_loop(study, config, epochs=config.attack.relearn_epochs)
+    attack_config = config.attack
+    loop = relearn_loop(study, config, epochs=attack_config.relearn_epochs)
     key = _key([
         evaluation_key(model_dir, study.data, "relearn_full", config.eval, study.benchmark),
         [(r.question, r.answer) for r in data.train], loop.__dict__,
-        options.relearn_full_rounds, options.relearn_target, target,
+        attack_config.relearn_full_rounds, attack_config.relearn_target, target,
     ])  # fmt: skip
     with shared_entry(folder, kind="evaluations", name=key):
         path = folder / CURVE_FILE
@@ -231,9 +230,9 @@ def relearn_curve(
         with tempfile.TemporaryDirectory(prefix="relearn-", dir=folder) as scratch, suspended():
             parent, steps = model_dir, 0
             # Without the finetuned model's score there is nothing to get back to.
-            rounds = options.relearn_full_rounds if target is not None else 0
+            rounds = attack_config.relearn_full_rounds if target is not None else 0
             for round_ in range(1, rounds + 1):
-                if steps_to_reach(curve, target, fraction=options.relearn_target) is not None:
+                if steps_to_reach(curve, target, fraction=attack_config.relearn_target) is not None:
                     break
                 stage = relearn_stage(
                     parent, data.train, study, config, Path(scratch), f"relearn-full-{round_}"
@@ -250,15 +249,11 @@ def forget_rouge_only(
 ) -> float:
     """Mean ROUGE-L recall of greedy answers to `records`: the evaluation's generations and
     ROUGE-L (`TofuTask`), without its scoring passes, which the relearning curve does not use."""
-    from forgetbench.eval.backend import FastBackend, serve
-    from forgetbench.eval.requests import Generate
-    from forgetbench.metrics.rouge import rouge_recall
-    from forgetbench.modeling import load_model
 
     model, tokenizer = load_model(
         model_dir, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
     )
-    backend = FastBackend(model, tokenizer, batch_size=config.eval.batch_size)
+    backend = evaluation_backend(model, tokenizer, config.eval)
     prompts = [study.template.prompt(r.question, tokenizer) for r in records]
     answers = serve(backend, [Generate(p, config.eval.max_new_tokens) for p in prompts])
     rouge = rouge_recall([str(a) for a in answers], [r.answer for r in records])
@@ -277,8 +272,6 @@ def attack_model(
 ) -> AttackOutcome:
     """Every attack in `attacks` on one model; `relearn_target` is the finetuned model's forget
     ROUGE-L, which the plain relearning variant tries to get back to."""
-    from forgetbench.attacks.quantize import quantise_model
-
     model_dir = Path(model_dir)
     data = attack_data(study, config, split)
     folder.mkdir(parents=True, exist_ok=True)
@@ -321,9 +314,6 @@ def attack_model(
 
 
 def _b_scores(log: EvalLog, reference: EvalLog | None, form: str) -> dict[str, float | None]:
-    from forgetbench.eval.summary import set_scores
-    from forgetbench.metrics import tofu
-
     forget = log.sets["forget"]
     scores: dict[str, float | None] = {
         key.split("/", 1)[1]: value for key, value in set_scores(forget, form=form).items()
@@ -384,8 +374,6 @@ def attack_job(
     model_dir: Path, study: Study, config: RunConfig, split: str, folder: Path, target: float | None
 ) -> tuple[AttackOutcome, float]:
     """`attack_model` as a pool job (module level: process pools pickle it by name), timed."""
-    import time
-
     started = time.perf_counter()
     outcome = attack_model(
         model_dir, study, config, split=split, folder=folder, attacks=config.study.attacks,
@@ -418,8 +406,6 @@ def run_attacks(
     """`forgetbench attack`: `study.attacks` on `model` and on the references (the miniature's
     finetuned and retain models, or `finetuned` / `retain` given with `data`); writes and
     returns attacks.json: per model, the `attack/...` keys of a study row."""
-    from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
-    from forgetbench.study.resolve import resolve
 
     quiet_transformers()
     if data is None:  # the built-in miniature: its finetuned and retain models are the references

@@ -11,6 +11,7 @@ import torch
 
 from forgetbench.eval.outputs.prefix_cache import left_pad, shared_prefix_stage, shared_prefixes
 from forgetbench.eval.outputs.statistics import require_pad, with_cache
+from forgetbench.modeling import adds_bos, model_context
 
 
 @torch.no_grad()
@@ -34,8 +35,6 @@ def greedy_generate(
     text is what the continuation depends on); a context no longer than `max_new_tokens` gives
     half of it to the answer.
     """
-    from forgetbench.modeling import adds_bos, model_context
-
     require_pad(tokenizer)
     model.eval()
     pad = tokenizer.pad_token_id

@@ -7,7 +7,10 @@ from typing import Any
 
 import torch
 
+from forgetbench.eval.outputs.scoring import prompt_too_long
 from forgetbench.eval.outputs.statistics import AnswerScore, token_statistics
+from forgetbench.modeling import encode_prompt_answer
+from forgetbench.records import IGNORE_INDEX
 
 
 @torch.no_grad()
@@ -21,10 +24,6 @@ def score_answers_naive(
 ) -> list[AnswerScore]:
     """The reference path `forgetbench bench eval` times the fast ones against: one pair at a time,
     every prompt re-encoded, logits over every position, no cache, no de-duplication."""
-    from forgetbench.eval.outputs.scoring import prompt_too_long
-    from forgetbench.modeling import encode_prompt_answer
-    from forgetbench.records import IGNORE_INDEX
-
     model.eval()
     out = []
     for prompt, answer in pairs:

@@ -18,7 +18,8 @@ from forgetbench.eval.outputs.statistics import (
     token_statistics,
     with_cache,
 )
-from forgetbench.modeling import position_limit
+from forgetbench.modeling import collate, encode_prompt_answer, position_limit
+from forgetbench.records import IGNORE_INDEX
 
 
 def prompt_too_long(prompt: str, tokens: int, max_length: int) -> DataError:
@@ -51,9 +52,6 @@ def score_answers(
     independent of batch size and order (tested). Pairs that share a prompt are scored faster
     by `score_candidates`, which encodes the prompt once.
     """
-    from forgetbench.modeling import collate, encode_prompt_answer
-    from forgetbench.records import IGNORE_INDEX
-
     require_pad(tokenizer)
     model.eval()
     unique = list(dict.fromkeys(pairs))
@@ -114,8 +112,6 @@ def score_candidates(
     its candidates. Numbers equal `score_answers` on the same pairs to float rounding (tested).
     `batch_size` counts candidate sequences per forward pass.
     """
-    from forgetbench.modeling import encode_prompt_answer
-
     require_pad(tokenizer)
     model.eval()
     prompts: list[list[int]] = []

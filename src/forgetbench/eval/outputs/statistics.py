@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from forgetbench.errors import ModelError
+
 
 @dataclass(frozen=True, eq=False)
 class AnswerScore:
@@ -78,7 +80,6 @@ def _require_finite(token_logps: Tensor, model: Any) -> None:
     """token_logps: (N,) answer-token log-probs. One cheap reduction per batch."""
     if bool(torch.isfinite(token_logps).all()):
         return
-    from forgetbench.errors import ModelError
 
     kind = "NaN" if bool(torch.isnan(token_logps).any()) else "inf"
     name = str(getattr(model, "name_or_path", "") or "") if model is not None else ""

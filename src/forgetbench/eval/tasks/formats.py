@@ -121,7 +121,7 @@ def formats_task(setup: EvalSetup) -> FormatsTask | None:
     absent files are skipped, so the published format datasets converted to that layout are read
     the same way."""
     folder = setup.root / "formats"
-    if setup.benchmark == "lume" or not setup.options.formats or not folder.is_dir():
+    if setup.benchmark == "lume" or not setup.eval_config.formats or not folder.is_dir():
         return None
     subsets = {
         f"{name}/{side}": load_format(setup.root, name, side)
@@ -130,6 +130,6 @@ def formats_task(setup: EvalSetup) -> FormatsTask | None:
         if (folder / f"{name}_{side}.jsonl").is_file()
     }
     return FormatsTask(
-        subsets, setup.template, setup.tokenizer, max_new_tokens=setup.options.max_new_tokens,
-        max_length=setup.options.max_length or UNSET_SCORED_LENGTH,
+        subsets, setup.template, setup.tokenizer, max_new_tokens=setup.eval_config.max_new_tokens,
+        max_length=setup.eval_config.max_length or UNSET_SCORED_LENGTH,
     )  # fmt: skip

@@ -99,18 +99,18 @@ def lume_task(setup: EvalSetup) -> LumeTask | None:
     """A LUME folder (`--benchmark lume`), or the miniature's `lume/` when it has one."""
     if setup.benchmark == "lume":
         folder = setup.root
-    elif setup.options.lume and (setup.root / "lume" / "forget.jsonl").is_file():
+    elif setup.eval_config.lume and (setup.root / "lume" / "forget.jsonl").is_file():
         folder = setup.root / "lume"
     else:
         return None
-    return LumeTask(folder, max_new_tokens=setup.options.lume_max_new_tokens)
+    return LumeTask(folder, max_new_tokens=setup.eval_config.lume_max_new_tokens)
 
 
-def check_utility_options(options: EvalConfig) -> None:
+def check_utility_options(eval_config: EvalConfig) -> None:
     """MMLU either measured or given, not both: fail before any model runs."""
-    if options.lume_mmlu is not None and "mmlu" in options.lm_eval_tasks:
+    if eval_config.lume_mmlu is not None and "mmlu" in eval_config.lm_eval_tasks:
         raise ConfigError(
-            f"eval.lume_mmlu={options.lume_mmlu} gives the MMLU accuracy that "
+            f"eval.lume_mmlu={eval_config.lume_mmlu} gives the MMLU accuracy that "
             "eval.lm_eval_tasks=[mmlu] measures",
             _BOTH_HINT,
         )

@@ -121,7 +121,7 @@ def document_membership(
 def mia_task(setup: EvalSetup) -> MembershipTask | None:
     """The forget split's answers against its held-out twin (`holdout{NN}`), where there is one."""
     holdout = setup.split.replace("forget", "holdout")
-    if setup.benchmark == "lume" or not setup.options.mia:
+    if setup.benchmark == "lume" or not setup.eval_config.mia:
         return None
     if split_file(setup.tofu, holdout) is None:
         return None
@@ -133,8 +133,8 @@ def mia_task(setup: EvalSetup) -> MembershipTask | None:
         ]
 
     return MembershipTask(
-        pairs(setup.split), pairs(holdout), k=setup.options.mia_k,
-        max_length=setup.options.max_length or UNSET_SCORED_LENGTH,
+        pairs(setup.split), pairs(holdout), k=setup.eval_config.mia_k,
+        max_length=setup.eval_config.max_length or UNSET_SCORED_LENGTH,
     )  # fmt: skip
 
 

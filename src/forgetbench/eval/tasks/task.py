@@ -32,7 +32,7 @@ class EvalSetup:
     tofu: Path  # the TOFU-layout folder: `root/tofu` for the miniature
     split: str  # forget split: forget01, forget05, forget10
     benchmark: str  # mini | tofu | lume
-    options: EvalConfig
+    eval_config: EvalConfig
     template: PromptTemplate
     tokenizer: Any  # renders chat-template prompts; tasks never run the model
     max_length: int  # tokens per scored text, as in training

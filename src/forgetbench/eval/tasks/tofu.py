@@ -187,9 +187,9 @@ def memorisation_scores(matches: Sequence[Sequence[int] | np.ndarray]) -> dict[s
 def tofu_task(setup: EvalSetup) -> TofuTask | None:
     if setup.benchmark == "lume":
         return None
-    sets = tofu_eval_sets(setup.tofu, setup.split, max_questions=setup.options.max_questions)
+    sets = tofu_eval_sets(setup.tofu, setup.split, max_questions=setup.eval_config.max_questions)
     return TofuTask(
         sets, setup.template, setup.tokenizer,
-        max_new_tokens=setup.options.max_new_tokens, max_length=setup.max_length,
-        form=setup.options.truth_ratio_form,
+        max_new_tokens=setup.eval_config.max_new_tokens, max_length=setup.max_length,
+        form=setup.eval_config.truth_ratio_form,
     )  # fmt: skip

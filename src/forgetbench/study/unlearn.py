@@ -89,8 +89,6 @@ def unlearn_lora(config: RunConfig) -> dict[str, object] | None:
 def unlearn_command(
     config: RunConfig,
     *,
-    model: str | None,
-    data: str | None,
     split: str,
     out: str | Path,
     progress: bool = True,
@@ -98,7 +96,7 @@ def unlearn_command(
     out = Path(out)
     retain_split = retain_split_for(split)
     name = config.unlearn.method
-    study, _ = resolve(config, out, model=model, data=data, progress=progress, command="unlearn")
+    study, _ = resolve(config, out, progress=progress, command="unlearn")
     loop, method = resolve_method(config, name, *study.unlearn_defaults(name))
     tofu = tofu_root(study.data)
     return run_unlearning(

@@ -13,17 +13,17 @@ from forgetbench.cli.config import resolve_config
 from forgetbench.cli.usage import UsageError, progress
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_text, require_writable_dir
-from forgetbench.results import RESULTS_FILE
-from forgetbench.rows import leaderboard
 from forgetbench.study.given import given_data, given_model
 
-# The study layer and the report are imported inside the commands: they import torch,
-# transformers and the metrics (scipy), which `forgetbench --help` never needs.
+# The study layer, the report and the results records are imported inside the commands: they
+# import torch, transformers and the metrics (scipy), or take a tenth of `forgetbench --help`'s
+# start-up (the records' pydantic models), which it never needs.
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.html import build_report
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
+    from forgetbench.rows import leaderboard
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import run_study
 
@@ -165,6 +165,7 @@ def _check_executor_options(args: argparse.Namespace) -> None:
 
 
 def meta_eval(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.results import RESULTS_FILE
     from forgetbench.study.meta_eval import meta_evaluate
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import miniature_eval_defaults

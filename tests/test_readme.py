@@ -1,5 +1,5 @@
 """The README and the docs name only commands and options the CLI has: every `forgetbench ...`
-in a code block or an inline code span is checked against the parser cli.py builds."""
+in a code block or an inline code span is checked against the parser cli/parser.py builds."""
 
 from __future__ import annotations
 

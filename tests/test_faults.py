@@ -19,23 +19,23 @@ from pathlib import Path
 import pytest
 
 from file_tree import snapshot
-from forgetbench import cli
 from forgetbench.cli import main
 from forgetbench.errors import FilesystemError
 
-# Every subcommand that writes, with its output folder as OUT. Their handlers are replaced by a
-# tripwire below: the folder must be refused before a command starts any work.
+# Every subcommand that writes, with its output folder as OUT and its handler (module of
+# forgetbench.cli, function). The handlers are replaced by a tripwire below: the folder must be
+# refused before a command starts any work.
 WRITING_COMMANDS = {
-    "data generate": (["data", "generate", "--out", "OUT"], "_data_generate"),
-    "eval": (["eval", "--model", "m", "--data", "d", "--out", "OUT"], "_eval"),
-    "finetune": (["finetune", "--out", "OUT"], "_finetune"),
-    "unlearn": (["unlearn", "--method", "npo", "--out", "OUT"], "_unlearn"),
-    "run": (["run", "--out", "OUT"], "_run"),
-    "sanity": (["sanity", "--out", "OUT"], "_sanity"),
-    "bench train": (["bench", "train", "--out", "OUT"], "_bench"),
-    "bench eval": (["bench", "eval", "--out", "OUT"], "_bench"),
-    "meta-eval": (["meta-eval", "--scale", "tiny", "--out", "OUT"], "_meta_eval"),
-    "report": (["report", "OUT"], "_report"),
+    "data generate": (["data", "generate", "--out", "OUT"], "data.generate"),
+    "eval": (["eval", "--model", "m", "--data", "d", "--out", "OUT"], "evaluate.evaluate"),
+    "finetune": (["finetune", "--out", "OUT"], "train.finetune"),
+    "unlearn": (["unlearn", "--method", "npo", "--out", "OUT"], "train.unlearn"),
+    "run": (["run", "--out", "OUT"], "study.run"),
+    "sanity": (["sanity", "--out", "OUT"], "evaluate.sanity"),
+    "bench train": (["bench", "train", "--out", "OUT"], "bench.bench"),
+    "bench eval": (["bench", "eval", "--out", "OUT"], "bench.bench"),
+    "meta-eval": (["meta-eval", "--scale", "tiny", "--out", "OUT"], "study.meta_eval"),
+    "report": (["report", "OUT"], "study.report"),
 }
 
 
@@ -82,7 +82,9 @@ def tripwire(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Replace every writing command's handler; a refused folder leaves the list empty."""
     ran: list[str] = []
     for _, handler in WRITING_COMMANDS.values():
-        monkeypatch.setattr(cli, handler, lambda args, name=handler: ran.append(name) or {})
+        monkeypatch.setattr(
+            f"forgetbench.cli.{handler}", lambda args, name=handler: ran.append(name) or {}
+        )
     return ran
 
 
@@ -117,7 +119,7 @@ def test_a_good_folder_passes_and_the_check_leaves_nothing_behind(capsys, tmp_pa
     before = snapshot(tmp_path)
     for folder in (tmp_path / "earlier", tmp_path / "new" / "run"):
         assert main(["data", "generate", "--out", str(folder)]) == 0
-    assert tripwire == ["_data_generate", "_data_generate"]
+    assert tripwire == ["data.generate", "data.generate"]
     assert snapshot(tmp_path) == before  # no probe left, the new folder not created early
 
 
@@ -202,7 +204,7 @@ def test_os_errors_during_the_work_are_one_line_naming_the_path(
     def failing(args):
         raise raised
 
-    monkeypatch.setattr(cli, "_report", failing)
+    monkeypatch.setattr("forgetbench.cli.study.report", failing)
     assert main(["report", out]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -214,7 +216,7 @@ def _bug(args):
 
 
 def test_an_unexpected_exception_is_one_line_saying_it_is_a_bug(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "_report", _bug)
+    monkeypatch.setattr("forgetbench.cli.study.report", _bug)
     assert main(["report", str(tmp_path), "--json"]) == 1
     out, err = capsys.readouterr()
     assert err == (
@@ -236,7 +238,7 @@ def test_an_unexpected_exception_is_one_line_saying_it_is_a_bug(capsys, tmp_path
 def test_debug_lets_the_exception_through(tmp_path, monkeypatch, argv_head, argv_tail, env):
     if env:
         monkeypatch.setenv("FORGETBENCH_DEBUG", env)
-    monkeypatch.setattr(cli, "_report", _bug)
+    monkeypatch.setattr("forgetbench.cli.study.report", _bug)
     with pytest.raises(ZeroDivisionError):
         main([*argv_head, "report", str(tmp_path), *argv_tail])
     (tmp_path / "file").write_text("x")
@@ -245,7 +247,7 @@ def test_debug_lets_the_exception_through(tmp_path, monkeypatch, argv_head, argv
 
 
 def test_debug_off_values_keep_the_one_line(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "_report", _bug)
+    monkeypatch.setattr("forgetbench.cli.study.report", _bug)
     for value in ("", "0", "false"):
         monkeypatch.setenv("FORGETBENCH_DEBUG", value)
         assert main(["report", str(tmp_path)]) == 1
@@ -292,7 +294,7 @@ def full_disk(tmp_path):
 def test_a_full_disk_reported_by_safetensors_is_a_filesystem_error(full_disk):
     """safetensors reports ENOSPC as its own exception ('... (os error 28)'): saving a model on a
     really full file system is one line, exit 4."""
-    from forgetbench.cli import _as_error
+    from forgetbench.cli import as_error
     from forgetbench.modeling import build_tiny_model, save_model
     from toy import toy_tokenizer
 
@@ -300,7 +302,7 @@ def test_a_full_disk_reported_by_safetensors_is_a_filesystem_error(full_disk):
     with pytest.raises(Exception) as caught:
         save_model(build_tiny_model(tokenizer), tokenizer, full_disk / "model")
     assert "os error 28" in str(caught.value)
-    error = _as_error(caught.value, None)
+    error = as_error(caught.value, None)
     assert error.exit_code == 4 and "no space left on device" in error.message.lower()
     assert "free space" in error.message
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from forgetbench.cli import _parse, _resolve_config, build_parser, main
+from forgetbench.cli import build_parser, main, parse_args, resolve_config
 from forgetbench.config import ATTACKS, SPLITS
 from forgetbench.errors import ForgetbenchError
 from forgetbench.methods.base import method_names, method_summary
@@ -58,7 +58,7 @@ def _accepts(command: str, split: str) -> bool:
     name = "--splits" if command == "run" else "--split"
     argv = [command, *NEEDS[command], name, split]
     try:
-        _resolve_config(_parse(build_parser(), argv))
+        resolve_config(parse_args(build_parser(), argv))
     except ForgetbenchError:
         return False
     return True
@@ -185,4 +185,4 @@ def test_unlearn_with_a_model_refuses_train_options_truthfully(capsys):
 def test_the_override_example_in_help_is_accepted(command):
     example = re.search(r"e\.g\. (\S+)", _help(command).split("KEY=VALUE config overrides")[1])
     argv = [command, *NEEDS.get(command, []), example.group(1)]
-    _resolve_config(_parse(build_parser(), argv))
+    resolve_config(parse_args(build_parser(), argv))

@@ -180,7 +180,13 @@ def test_a_study_of_ones_own_model_refuses_meta_eval_before_any_work(tmp_path):
     from forgetbench.errors import ConfigError
     from forgetbench.study.run import run_study
 
-    config = RunConfig.model_validate({"study": {"meta_eval": True}})
+    config = RunConfig.model_validate(
+        {
+            "study": {"meta_eval": True},
+            "model": {"name": "gpt2"},
+            "benchmark": {"path": "locuslab/TOFU"},
+        }
+    )
     with pytest.raises(ConfigError, match="study.meta_eval trains pools of the built-in"):
-        run_study(config, out=tmp_path, model="gpt2", data="locuslab/TOFU", progress=False)
+        run_study(config, out=tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []

@@ -92,7 +92,7 @@ def test_flags_reach_the_config_as_typed_values(monkeypatch):
         seen.update(path=path, overrides=overrides, values=values)
         return RunConfig()
 
-    monkeypatch.setattr(forgetbench.cli, "load_config", load_config)
+    monkeypatch.setattr(forgetbench.cli.config, "load_config", load_config)
     argv = ["config", "--lr", "0.5", "--epochs", "3", "--methods", "npo, rmu", "eval.mia=false"]
     assert main([*argv, "--json"]) == 0
     assert seen["overrides"] == ["eval.mia=false"]  # only what the user wrote as KEY=VALUE

@@ -1,5 +1,5 @@
 """The README and the docs name only commands and options the CLI has: every `forgetbench ...`
-in a code block or an inline code span is checked against the parser cli.py builds."""
+in a code block or an inline code span is checked against the parser cli/parser.py builds."""
 
 from __future__ import annotations
 
@@ -121,11 +121,11 @@ def test_the_check_catches_what_is_wrong(parser):
 
 def test_the_demo_study_in_the_makefile_is_a_valid_command():
     # `make demo` runs minutes of work: its options must not be refused at the end of the install.
-    from forgetbench.cli import _resolve_config, build_parser
+    from forgetbench.cli import build_parser, resolve_config
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     (study,) = re.findall(r"^DEMO_STUDY := (.+)$", makefile, flags=re.M)
     args = build_parser().parse_args(study.split())
-    config = _resolve_config(args)
+    config = resolve_config(args)
     assert args.command == "run" and config.scale == "tiny"
     assert config.study.splits == ["forget10"] and config.eval.mia_shadows == 2

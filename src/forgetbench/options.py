@@ -70,7 +70,7 @@ class Flag:
 
 
 # The splits each command accepts for --split: finetune trains on `full` (the finetuned model) or
-# a retain split (a retain model); the others unlearn, score or attack a forget split. cli.py
+# a retain split (a retain model); the others unlearn, score or attack a forget split. cli/config.py
 # refuses every other split with these, so --help offers exactly what the command runs
 # (tests/test_options.py checks both ways).
 SPLIT_CHOICES: dict[str, tuple[str, ...]] = {

@@ -89,7 +89,7 @@ def test_evaluate_model_scores_only_the_first_n(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stop here"):
         evaluate_model(
             None, None, None, data=data, split="forget10", benchmark="tofu",
-            options=EvalConfig(max_questions=4), max_length=64,
+            eval_config=EvalConfig(max_questions=4), max_length=64,
         )  # fmt: skip
     assert seen == {"forget": 4, "retain": 4, "real_authors": 2, "world_facts": 4}
 

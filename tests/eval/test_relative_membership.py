@@ -121,18 +121,19 @@ def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
     build_tiny_model(toy_tokenizer(), seed=0).save_pretrained(model)
     toy_tokenizer().save_pretrained(model)
     given = {"forget10": ["s0.json", "s1.json"]}
-    config = load_config(values={"study.mia_shadow_models": ("study.mia_shadow_models", given)})
-    study, _ = resolve(
-        config, tmp_path, model=str(model), data=str(tmp_path), progress=False,
-        forget_splits=["forget10", "forget05"],
-    )  # fmt: skip
+    builtin = load_config(values={"study.mia_shadow_models": ("study.mia_shadow_models", given)})
+    yours = {"model.name": ("--model", str(model)), "benchmark.path": ("--data", str(tmp_path))}
+    config = load_config(values={"study.mia_shadow_models": ("x", given), **yours})
+    study, _ = resolve(config, tmp_path, progress=False, forget_splits=["forget10", "forget05"])
     assert study.shadows == {"forget10": [Path("s0.json"), Path("s1.json")]}
-    wrong = load_config(values={"study.mia_shadow_models": ("x", {"forget11": ["s0.json"]})})
+    wrong = load_config(
+        values={"study.mia_shadow_models": ("x", {"forget11": ["s0.json"]}), **yours}
+    )
     with pytest.raises(ConfigError, match="forget11.*did you mean 'forget10'"):
-        resolve(wrong, tmp_path, model=str(model), data=str(tmp_path), progress=False)
+        resolve(wrong, tmp_path, progress=False)
     # The built-in miniature trains its own shadows: given ones are refused, before any work.
     with pytest.raises(ConfigError, match="study.mia_shadow_models"):
-        resolve(config, tmp_path, model=None, data=None, progress=False)
+        resolve(builtin, tmp_path, progress=False)
     # One shadow is refused with the config, before any command runs (tests/test_config.py).
     with pytest.raises(ConfigError, match="eval.mia_shadows=1"):
         load_config(values={"eval.mia_shadows": ("eval.mia_shadows", 1)})

@@ -56,9 +56,10 @@ def test_the_miniature_study_evaluates_with_its_eval_preset_under_the_users_sett
     from forgetbench.study.run import with_setup_defaults
 
     config = load_config(None, ["eval.batch_size=8"])
-    mini = with_setup_defaults(config, model=None, data=None).eval
+    mini = with_setup_defaults(config).eval
     assert (mini.max_new_tokens, mini.lume_max_new_tokens, mini.batch_size) == (48, 48, 8)
-    given = with_setup_defaults(config, model="some/model", data="some/data").eval
+    yours = load_config(None, ["eval.batch_size=8", "model.name=some/model", "benchmark.path=d"])
+    given = with_setup_defaults(yours).eval
     assert (given.max_new_tokens, given.lume_max_new_tokens, given.batch_size) == (200, 256, 8)
 
 

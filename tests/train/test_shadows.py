@@ -121,9 +121,7 @@ def test_a_study_of_nested_splits_trains_one_set_of_shadows(tmp_path, monkeypatc
     monkeypatch.setattr(resolve_module, "miniature", lambda *a, **k: mini)
     config = RunConfig.model_validate({"scale": "tiny", "eval": {"mia_shadows": 2}})
     splits = ["forget01", "forget05", "forget10"]
-    study, _ = resolve_module.resolve(
-        config, tmp_path, model=None, data=None, progress=False, forget_splits=splits
-    )
+    study, _ = resolve_module.resolve(config, tmp_path, progress=False, forget_splits=splits)
     # Two shadow trainings for three splits (not six), each split's files pointing at them.
     assert sorted(trained).count("shadow-forget10") == 2 and len(trained) == 2 + 1 + 3
     files = {s: [json.loads(p.read_text()) for p in study.shadows[s]] for s in splits}

@@ -117,7 +117,7 @@ def evaluate_model(
     data: str | Path,
     split: str,
     benchmark: str,
-    options: EvalConfig,
+    eval_config: EvalConfig,
     max_length: int,
     phases: dict[str, float] | None = None,
     tasks: tuple[str, ...] | None = None,
@@ -127,13 +127,13 @@ def evaluate_model(
     applies (`TASK_ORDER`, or those of it in `tasks`), answered by the fast backend, then LUME's
     final score. `phases`, when given, receives the seconds spent scoring and generating;
     `on_task(name, k, n)` hears of each task as it starts (k of the n that apply)."""
-    check_utility_options(options)
-    max_length = scored_length(model, options, max_length)
+    check_utility_options(eval_config)
+    max_length = scored_length(model, eval_config, max_length)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
-        eval_config=options, template=template, tokenizer=tokenizer, max_length=max_length,
+        eval_config=eval_config, template=template, tokenizer=tokenizer, max_length=max_length,
     )  # fmt: skip
-    backend = evaluation_backend(model, tokenizer, options)
+    backend = evaluation_backend(model, tokenizer, eval_config)
     log: EvalLog | None = None
     scores: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -153,7 +153,7 @@ def evaluate_model(
             extra[name] = result.items
     # Utility: eval.lume_mmlu if given, else the background MC accuracy; an lm-eval MMLU is
     # combined by the caller, after.
-    scores.update(lume_final_scores(scores, given_mmlu=options.lume_mmlu))
+    scores.update(lume_final_scores(scores, given_mmlu=eval_config.lume_mmlu))
     if phases is not None:
         phases.update(backend.seconds)
     return log, scores, extra

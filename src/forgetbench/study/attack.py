@@ -45,6 +45,7 @@ from forgetbench.metrics import tofu
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import load_model, load_tokenizer
 from forgetbench.records import QARecord
+from forgetbench.study.given import given_data, given_model
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import Study, resolve
 from forgetbench.train.loop import LoopConfig
@@ -397,26 +398,25 @@ def run_attacks(
     *,
     out: Path,
     split: str,
-    model: str | None,
-    data: str | None,
     finetuned: str | None = None,
     retain: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """`forgetbench attack`: `study.attacks` on `model` and on the references (the miniature's
     finetuned and retain models, or `finetuned` / `retain` given with `data`); writes and
-    returns attacks.json: per model, the `attack/...` keys of a study row."""
-
+    returns attacks.json: per model, the `attack/...` keys of a study row. The model and data
+    are the config's."""
     quiet_transformers()
+    model, data = given_model(config), given_data(config)
     if data is None:  # the built-in miniature: its finetuned and retain models are the references
         # No shadow models: the attacks' evaluations are TOFU's forget-set scores, no MIA.
         study, _ = resolve(
-            config, out, model=None, data=None, progress=progress, forget_splits=[split],
-            with_shadows=False,
+            config, out, progress=progress, forget_splits=[split], with_shadows=False,
+            builtin=True,
         )  # fmt: skip
         references = {"finetuned": study.finetuned, "retain": study.retain[split]}
     else:
-        study, _ = resolve(config, out, model=model, data=data, progress=progress, command="attack")
+        study, _ = resolve(config, out, progress=progress, command="attack")
         given = (("finetuned", finetuned), ("retain", retain))
         references = {name: Path(path) for name, path in given if path}
     models = {**({"model": Path(model)} if model else {}), **references}

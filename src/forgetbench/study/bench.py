@@ -9,11 +9,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forgetbench.data.tofu import load_tofu
+from forgetbench import __version__
+from forgetbench.config import RunConfig
+from forgetbench.data.tofu import load_tofu, tofu_eval_sets
+from forgetbench.eval.bench import bench_evaluation
 from forgetbench.eval.outputs import greedy_generate
+from forgetbench.eval.runner import scored_length
+from forgetbench.io import atomic_write_json
 from forgetbench.metrics.rouge import rouge_recall
-from forgetbench.modeling import load_model
-from forgetbench.study.resolve import Miniature
+from forgetbench.modeling import load_model, resolve_template
+from forgetbench.study.given import given_data, given_model
+from forgetbench.study.resolve import Miniature, miniature
 from forgetbench.train.mini import TEMPLATE
 
 
@@ -115,6 +121,41 @@ def bench_study(out: Path, config: Any, *, progress: bool = True) -> dict[str, A
         **study_profile(results["timings"]),
         "peak_rss_mib_main_process": _peak_rss_mib(),  # workers are other processes
     }
+
+
+BENCH_EVAL_FILE = "bench_eval.json"
+
+
+def bench_eval(config: RunConfig, out: Path, *, progress: bool = True) -> dict[str, Any]:
+    """Time the fast evaluation backend against the naive one on one model: the config's (its
+    model and data), or the built-in study's finetuned model at its scale, trained in `out` or
+    reused. Writes and returns the report (`identical`: whether both paths agree)."""
+    given = given_model(config)
+    if given is not None:
+        model_dir, data = given, str(given_data(config))
+    else:
+        mini = miniature(config, out, progress=progress)
+        model_dir, data = str(mini.model("full").model_dir), str(mini.data)
+    sets = tofu_eval_sets(data, config.benchmark.split)
+    model, tokenizer = load_model(
+        model_dir, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
+    )
+    template = resolve_template(config.model.template, tokenizer, model_dir)
+    report = bench_evaluation(
+        model, tokenizer, template, sets,
+        max_new_tokens=config.eval.max_new_tokens, batch_size=config.eval.batch_size,
+        max_length=scored_length(model, config.eval, config.train.max_length),
+    )  # fmt: skip
+    report = {
+        "model": model_dir,
+        "data": data,
+        "split": config.benchmark.split,
+        "scale": None if given is not None else config.scale,
+        "forgetbench": __version__,
+        **report,
+    }
+    atomic_write_json(out / BENCH_EVAL_FILE, report)
+    return report
 
 
 # Stages the main process waits for before any job: the miniature's models (shadow models are

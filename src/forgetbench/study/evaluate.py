@@ -4,15 +4,26 @@ already in its folder, computed and written (logs first, summary last) when not.
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forgetbench import __version__
 from forgetbench.cache import shared_entry
-from forgetbench.config import EvalConfig, ModelConfig
-from forgetbench.data.logs import EvalLog
+from forgetbench.config import EvalConfig, ModelConfig, RunConfig
+from forgetbench.data.logs import EvalLog, read_eval_log
+from forgetbench.data.tofu import eval_set_files, require_splits, split_file
+from forgetbench.errors import ConfigError
+from forgetbench.eval.runner import SUMMARY_NAME, relative_scores, tofu_root
+from forgetbench.eval.tasks.lume import lume_final_scores
+from forgetbench.io import read_json
+from forgetbench.metrics import METRICS
+from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.study.given import given_data, given_model
 from forgetbench.study.resolve import Study
 
 # Scores computed from the model's own scores and log (forget quality against a retain log,
@@ -34,7 +45,7 @@ def evaluate_cached(
     study: Study,
     *,
     split: str,
-    options: EvalConfig,
+    eval_config: EvalConfig,
     folder: Path,
     model: ModelConfig | None = None,
     info: dict[str, Any] | None = None,
@@ -55,7 +66,7 @@ def evaluate_cached(
     from forgetbench.modeling import load_model
 
     model = model or ModelConfig()
-    key = evaluation_key(model_dir, study.data, split, options, study.benchmark, tasks)
+    key = evaluation_key(model_dir, study.data, split, eval_config, study.benchmark, tasks)
     with shared_entry(folder, kind="evaluations", name=key) if shared else nullcontext():
         cached = cached_evaluation(folder, key)
         if cached is not None:
@@ -66,7 +77,7 @@ def evaluate_cached(
         phases: dict[str, float] = {}
         log, scores, extra = evaluate_model(
             loaded, tokenizer, study.template, data=study.data, split=split,
-            benchmark=study.benchmark, options=options, max_length=study.max_length,
+            benchmark=study.benchmark, eval_config=eval_config, max_length=study.max_length,
             phases=phases, tasks=tasks, on_task=on_task,
         )  # fmt: skip
         if extend is not None:
@@ -74,3 +85,114 @@ def evaluate_cached(
         info = info if info is not None else {"model": str(model_dir), "split": split}
         write_evaluation(folder, key, log, scores, extra, info)
         return Evaluated(log, scores, folder, phases)
+
+
+def eval_command(
+    config: RunConfig, *, out: Path, retain_log: str | None, progress: bool, quiet: bool
+) -> dict[str, Any]:
+    """`forgetbench eval`: every metric of the config's model on its data and split, written to
+    `out` (never over a finished evaluation), with forget quality against `retain_log`, the
+    lm-eval tasks and LUME's final score. `progress`: a line per task on stderr, on a terminal;
+    `quiet`: no notes either. Returns the summary: the scores and what they were measured on."""
+    model, data = given_model(config), given_data(config)
+    assert model is not None and data is not None  # the command requires --model and --data
+    if (out / SUMMARY_NAME).exists():
+        raise ConfigError(
+            f"{out / SUMMARY_NAME} already exists",
+            "pass another --out; finished evaluations are never overwritten",
+        )
+    benchmark = config.benchmark.name
+    reference_log, reference_scores = None, None
+    if retain_log:  # read before the work, so a bad path fails at once
+        reference_log = read_eval_log(retain_log)
+        summary_file = Path(retain_log)
+        summary_file = (
+            summary_file if summary_file.is_dir() else summary_file.parent
+        ) / SUMMARY_NAME
+        if summary_file.is_file():
+            reference_scores = read_json(summary_file).get("scores")
+    info = {
+        "model": model,
+        "data": data,
+        "benchmark": benchmark,
+        "split": config.benchmark.split,
+        "retain_log": retain_log,
+        "forgetbench": __version__,
+        "metric_versions": {name: m.version for name, m in METRICS.items()},
+        "config": config.model_dump(),
+    }
+
+    def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
+        added = relative_scores(
+            log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
+        )
+        if config.eval.lm_eval_tasks:
+            # lm-eval is an optional dependency, imported only when its tasks are asked for.
+            from forgetbench.eval.lmeval import lm_eval_utility
+
+            utility = lm_eval_utility(
+                model,
+                config.eval.lm_eval_tasks,
+                batch_size=config.eval.batch_size,
+                apply_chat_template=config.eval.lm_eval_chat_template,
+                dtype=config.model.dtype,
+                trust_remote_code=config.model.trust_remote_code,
+                include_path=config.eval.lm_eval_include_path,
+            )
+            added.update({f"lm_eval/{key}": value for key, value in utility.items()})
+        # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
+        added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
+        return added
+
+    if benchmark != "lume":
+        _require_eval_files(config, Path(data), quiet=quiet)
+    tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
+    study = Study(
+        data=Path(data),
+        finetuned=Path(model),
+        base=None,
+        retain={},
+        template=resolve_template(config.model.template, tokenizer, model),
+        max_length=config.train.max_length,
+        unlearn_defaults=_no_unlearning,
+        benchmark=benchmark,
+    )
+    started = time.perf_counter()
+
+    def on_task(name: str, k: int, n: int) -> None:
+        # On a terminal, like the training bars: a log or a pipe gets the result lines only.
+        if progress and sys.stderr.isatty():
+            print(
+                f"eval {config.benchmark.split}: task {k}/{n} {name} "
+                f"({time.perf_counter() - started:.0f} s so far)",
+                file=sys.stderr, flush=True,
+            )  # fmt: skip
+
+    scores = evaluate_cached(
+        model, study, split=config.benchmark.split, eval_config=config.eval, folder=out,
+        model=config.model, info=info, extend=extend, shared=False, on_task=on_task,
+    ).scores  # fmt: skip
+    return {"scores": scores, "out": str(out), **info}
+
+
+def _no_unlearning(name: str) -> tuple[Any, dict[str, object]]:
+    # `forgetbench eval` scores a model and unlearns nothing: there are no unlearning defaults.
+    return None, {}
+
+
+def _require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:
+    """Every TOFU file the evaluation reads, named at once before the model loads; a missing
+    holdout only turns membership inference off, and says so."""
+    split = config.benchmark.split
+    tofu = tofu_root(data)
+    needed = list(eval_set_files(split).values())
+    holdout = split.replace("forget", "holdout")
+    if config.eval.mia and tofu.is_dir() and split_file(tofu, holdout) is not None:
+        needed.append(split)  # the members' side of membership inference
+    elif config.eval.mia and tofu.is_dir() and not quiet:
+        print(
+            f"note: no {holdout}.json(l) in {tofu}: membership inference is skipped "
+            "(eval.mia=false silences this)",
+            file=sys.stderr,
+        )
+    require_splits(tofu, needed, reader=f"forgetbench eval --split {split}")

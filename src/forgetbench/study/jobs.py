@@ -95,11 +95,11 @@ def evaluate_model(
 ) -> Evaluated:
     """Every metric, or (`full=False`, trajectory snapshots) all but the formats and LUME tasks,
     which generate many more answers."""
-    options = config.eval
+    eval_config = config.eval
     if not full:
-        options = options.model_copy(update={"formats": False, "lume": False})
+        eval_config = eval_config.model_copy(update={"formats": False, "lume": False})
     return evaluate_cached(
-        model_dir, study, split=split, options=options, folder=folder, model=config.model
+        model_dir, study, split=split, eval_config=eval_config, folder=folder, model=config.model
     )
 
 

@@ -80,7 +80,7 @@ def evaluated_scores(
     """Every metric of one model on `split` (the shared cached evaluation): pools and attacked
     models alike."""
     return evaluate_cached(
-        model_dir, study, split=split, options=config.eval, folder=folder, model=config.model
+        model_dir, study, split=split, eval_config=config.eval, folder=folder, model=config.model
     ).scores
 
 

@@ -24,6 +24,7 @@ from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.io import atomic_write_json, read_json
 from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.study.given import given_data, given_model, is_miniature
 from forgetbench.study.pool import InlinePool
 
 # The miniature's stages are called through their modules, looked up when a stage runs, so that a
@@ -341,10 +342,6 @@ def _external_defaults(name: str) -> tuple[Any, dict[str, object]]:
     return external_unlearn_defaults()
 
 
-def is_miniature(config: RunConfig, model: str | None, data: str | None) -> bool:
-    return config.benchmark.name == "mini" and model is None and data is None
-
-
 def miniature(config: RunConfig, out: Path, *, progress: bool) -> Miniature:
     return Miniature(out, config.scale, config.seed, config.train, progress, size=config.model.size)
 
@@ -353,8 +350,6 @@ def resolve(
     config: RunConfig,
     out: Path,
     *,
-    model: str | None,
-    data: str | None,
     progress: bool,
     forget_splits: Iterable[str] = (),
     pool: Any = None,
@@ -362,6 +357,7 @@ def resolve(
     with_shadows: bool = True,
     mini: Miniature | None = None,
     retain_only: Iterable[str] = (),
+    builtin: bool = False,
 ) -> tuple[Study, dict[str, float]]:
     """The study's models: the miniature's (trained or reused in `out`, with a retain model per
     forget split in `forget_splits`, and its shadow models unless `with_shadows` is off: only
@@ -369,9 +365,11 @@ def resolve(
     and the wall time of each stage this run. `mini`: the caller's `miniature(config, out)`, when
     it already read the miniature's data (its stages' times are then this run's too).
     `retain_only`: more forget splits that need their retain model and no shadow models (a
-    sequence of requests' unions)."""
+    sequence of requests' unions). `builtin`: the miniature's models even when the config
+    names a model of the user's (`forgetbench attack` of one on the miniature's data)."""
 
-    if is_miniature(config, model, data):
+    miniature_data = config.benchmark.name == "mini" and given_data(config) is None
+    if is_miniature(config) or (builtin and miniature_data):
         if config.study.mia_shadow_models:
             raise ConfigError(
                 "study.mia_shadow_models names shadow models for a study of your own model; "
@@ -416,6 +414,7 @@ def resolve(
             shadows=shadow_files,
         )
         return study, mini.timings
+    model, data = given_model(config), given_data(config)
     if model is None or data is None:
         raise ConfigError(
             f"forgetbench {command} needs both --model and --data (a TOFU-layout folder or "

@@ -26,6 +26,7 @@ from forgetbench.rows import REFERENCE_METHODS, chosen_steps, leaderboard, seed_
 from forgetbench.study.attack import attack_job, attack_scores
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats
+from forgetbench.study.given import given_model, is_miniature
 from forgetbench.study.jobs import (
     Job,
     Shadows,
@@ -39,7 +40,6 @@ from forgetbench.study.meta_eval import meta_evaluate
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.resolve import (
     Study,
-    is_miniature,
     miniature,
     read_shadow,
     resolve,
@@ -67,11 +67,15 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def with_setup_defaults(config: RunConfig, *, model: str | None, data: str | None) -> RunConfig:
+def with_setup_defaults(config: RunConfig) -> RunConfig:
     """The config with the miniature's eval preset (presets/mini.yaml) under the user's eval.*
     settings, for the built-in study; results.json records the values used."""
-    if not is_miniature(config, model, data):
-        return config
+    return miniature_eval_defaults(config) if is_miniature(config) else config
+
+
+def miniature_eval_defaults(config: RunConfig) -> RunConfig:
+    """The miniature's eval preset under the user's eval.* settings, whatever model the config
+    names (meta-eval's pools are the miniature's models)."""
     unset = {k: v for k, v in eval_preset("mini").items() if k not in config.eval.model_fields_set}
     return config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
 
@@ -172,7 +176,7 @@ def _shadow_job(model_dir: Path, study: Study, config: RunConfig, split: str, fo
     """A shadow model's per-item MIA scores on the split's candidates: the MIA task only."""
     t = time.perf_counter()
     evaluated = evaluate_cached(
-        model_dir, study, split=split, options=config.eval, folder=folder, model=config.model,
+        model_dir, study, split=split, eval_config=config.eval, folder=folder, model=config.model,
         tasks=("mia",),
     )  # fmt: skip
     return evaluated, time.perf_counter() - t
@@ -182,14 +186,15 @@ def run_study(
     config: RunConfig,
     *,
     out: Path,
-    model: str | None = None,
-    data: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
+    """`forgetbench run`: the study of the config's model and data (the built-in miniature's
+    when it names none), written to `out` as results.json."""
     started = time.perf_counter()
     quiet_transformers()
-    config = with_setup_defaults(config, model=model, data=data)
-    if config.study.meta_eval and not is_miniature(config, model, data):
+    config = with_setup_defaults(config)
+    model = given_model(config)
+    if config.study.meta_eval and not is_miniature(config):
         raise ConfigError(
             "study.meta_eval trains pools of the built-in miniature's models",
             "drop study.meta_eval, or run the built-in study (no --model, --data or --benchmark)",
@@ -201,7 +206,7 @@ def run_study(
     try:
         same: dict[str, str] = {}
         mini = None
-        if is_miniature(config, model, data):
+        if is_miniature(config):
             mini = miniature(config, out, progress=progress)
             same = same_data_splits(mini.data / "tofu", config.study.splits)
             computed = [s for s in config.study.splits if s not in same]
@@ -209,7 +214,7 @@ def run_study(
                 update={"study": config.study.model_copy(update={"splits": computed})}
             )
         sequence = config.study.sequence
-        if sequence and not is_miniature(config, model, data):
+        if sequence and not is_miniature(config):
             raise ConfigError(
                 "study.sequence needs a retain model for each union of requests, which the "
                 "built-in miniature trains",
@@ -217,8 +222,8 @@ def run_study(
                 "--benchmark)",
             )
         study, timings = resolve(
-            config, out, model=model, data=data, progress=progress,
-            forget_splits=config.study.splits, pool=pool, mini=mini, retain_only=sequence,
+            config, out, progress=progress, forget_splits=config.study.splits, pool=pool,
+            mini=mini, retain_only=sequence,
         )  # fmt: skip
         if mini is not None:
             peak_gpu.update(mini.peak_gpu_mib)

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer
 
+from forgetbench.config import EvalConfig
 from forgetbench.eval.sanity import run_checks
 from forgetbench.modeling import build_tiny_model, save_model
 from forgetbench.study.evaluate import evaluate_cached
@@ -54,7 +55,7 @@ def sanity_models(mini: Miniature) -> dict[str, Path]:
 
 
 def sanity_study(
-    run_dir: Path, *, scale: str, seed: int, eval_options: Any, progress: bool
+    run_dir: Path, *, scale: str, seed: int, eval_config: EvalConfig, progress: bool
 ) -> dict[str, Any]:
     """Train or reuse the five models, evaluate each once (TOFU metrics, cached), run the checks."""
     start = time.perf_counter()
@@ -62,16 +63,16 @@ def sanity_study(
     models = sanity_models(mini)
     study = Study(mini.data, models["finetuned"], models["pretrained"], {"forget10": models["retain"]},
                   mini.template, mini.max_length, mini.unlearn_defaults(), benchmark="mini")  # fmt: skip
-    options = eval_options.model_copy(update={"formats": False, "mia": False, "lume": False})
+    tofu_only = eval_config.model_copy(update={"formats": False, "mia": False, "lume": False})
     logs, utilities = {}, {}
     for role, model_dir in models.items():
         evaluated = evaluate_cached(
-            model_dir, study, split="forget10", options=options,
+            model_dir, study, split="forget10", eval_config=tofu_only,
             folder=run_dir / "eval" / f"sanity-{role}",
             info={"model": str(model_dir), "role": role},
         )  # fmt: skip
         logs[role], utilities[role] = evaluated.log, evaluated.scores["model_utility"]
-    checks = run_checks(logs, utilities, form=options.truth_ratio_form)
+    checks = run_checks(logs, utilities, form=eval_config.truth_ratio_form)
     return {
         "checks": [c.as_dict() for c in checks],
         "all_hold": all(c.holds for c in checks),

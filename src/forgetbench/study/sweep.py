@@ -275,8 +275,6 @@ def run_sweep(
     spec: SweepSpec,
     *,
     out: Path,
-    model: str | None = None,
-    data: str | None = None,
     pool: Any,
     executor: str = "process",
     progress: bool = True,
@@ -288,11 +286,9 @@ def run_sweep(
     split = spec.select_split
     trials = expand(spec)
     user = config  # the preset holds what the user set, not the miniature's eval defaults
-    config = with_setup_defaults(config, model=model, data=data)
+    config = with_setup_defaults(config)
     configs = {(t.method, t.index): trial_config(config, t) for t in trials}  # fails before work
-    study, timings = resolve(
-        config, out, model=model, data=data, progress=progress, forget_splits=[split], pool=pool
-    )
+    study, timings = resolve(config, out, progress=progress, forget_splits=[split], pool=pool)
     retain_logs = load_retain_logs(config, study)  # a given model's retain log, from study.*
     references = {}
     for role, model_dir in (("retain", study.retain.get(split)), ("finetuned", study.finetuned)):

@@ -48,7 +48,7 @@ def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[
 
 
 def resolve_method(
-    config: RunConfig, name: str, loop: LoopConfig, options: dict[str, object]
+    config: RunConfig, name: str, loop: LoopConfig, method_options: dict[str, object]
 ) -> tuple[LoopConfig, UnlearnMethod]:
     """The method's loop and options: the model's defaults, then the user's `unlearn.*` and
     `method.*` settings on top. An `unlearn.preset` (a forgetbench/presets file) or a
@@ -60,7 +60,7 @@ def resolve_method(
     keep = getattr(get_method(name), "model_options", frozenset())
     if u.preset is not None:
         loop, own = unlearn_preset(u.preset, name)
-        options = {**{k: v for k, v in options.items() if k in keep}, **own}
+        method_options = {**{k: v for k, v in method_options.items() if k in keep}, **own}
     loop = replace(
         loop,
         lr=u.lr or loop.lr,
@@ -72,13 +72,13 @@ def resolve_method(
     )
     user = dict(config.method)
     if "preset" in user:
-        options = {key: value for key, value in options.items() if key in keep}
+        method_options = {key: value for key, value in method_options.items() if key in keep}
     fields = {f.name for f in dataclasses.fields(get_method(name))}
     if "loss_reduction" in fields and (
-        "loss_reduction" in u.model_fields_set or "loss_reduction" not in options
+        "loss_reduction" in u.model_fields_set or "loss_reduction" not in method_options
     ):
-        options = {**options, "loss_reduction": u.loss_reduction}
-    return loop, build_method(name, {**options, **user})
+        method_options = {**method_options, "loss_reduction": u.loss_reduction}
+    return loop, build_method(name, {**method_options, **user})
 
 
 def unlearn_lora(config: RunConfig) -> dict[str, object] | None:
@@ -123,8 +123,8 @@ def unlearn_split(
     model and forgets only the questions `split` adds to the previous one."""
     config = method_config(config, name, seed)
     tofu = tofu_root(study.data)
-    loop, options = study.unlearn_defaults(name)
-    loop, method = resolve_method(config, name, loop, options)
+    loop, method_options = study.unlearn_defaults(name)
+    loop, method = resolve_method(config, name, loop, method_options)
     forget: list[Any] = forget_records(tofu, split, method)
     retain: list[Any] = load_tofu(tofu, retain_split_for(split))
     start, label = study.finetuned, split
@@ -155,13 +155,11 @@ def unlearn_split(
 def unlearn_command(
     config: RunConfig,
     *,
-    model: str | None,
-    data: str | None,
     split: str,
     out: str | Path,
     progress: bool = True,
 ) -> UnlearnResult:
     """`forgetbench unlearn`: the configured method's run on `split` from the finetuned model."""
     out = Path(out)
-    study, _ = resolve(config, out, model=model, data=data, progress=progress, command="unlearn")
+    study, _ = resolve(config, out, progress=progress, command="unlearn")
     return unlearn_split(study, config, out, split, config.unlearn.method, progress=progress)[0]

@@ -1,0 +1,5 @@
+"""`python -m forgetbench.cli`, as the `forgetbench` console script."""
+
+from forgetbench.cli.main import main
+
+raise SystemExit(main())

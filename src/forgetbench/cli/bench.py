@@ -1,0 +1,103 @@
+"""`forgetbench bench`: speed benchmarks of training, the evaluation and the whole study (times
+and peak memory; not tests)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from forgetbench.cli.config import resolve_config
+from forgetbench.cli.usage import UsageError
+from forgetbench.config import RunConfig
+from forgetbench.errors import UnknownNameError
+from forgetbench.study.given import given_data, given_model
+
+# The study layer and the report are imported inside the commands: they import torch,
+# transformers and the metrics (scipy), which `forgetbench --help` never needs.
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.report.console import print_rows
+    from forgetbench.study.bench import bench_training
+
+    if args.target not in ("train", "eval", "study"):
+        raise UnknownNameError("benchmark target", args.target, ("train", "eval", "study"))
+    config = resolve_config(args)
+    if not args.out:
+        raise UsageError("forgetbench bench: --out is required", "pass a scratch run folder")
+    if args.target == "eval":
+        return _bench_eval(args, config)
+    if args.target == "study":
+        from forgetbench.study.bench import bench_study
+        from forgetbench.study.pool import quiet_transformers
+
+        quiet_transformers()
+        result = bench_study(Path(args.out), config, progress=not args.json)
+        if not args.json:
+            print_rows(result["stages"] + result["jobs"], title=f"study, scale {config.scale}")
+            shares = ", ".join(f"{k} {v:.0%}" for k, v in result["shares"].items())
+            print(f"wall {result['wall_seconds']:.1f} s on {result['workers']} workers; {shares}")
+        return result
+    result = bench_training(
+        Path(args.out), scale=config.scale, seed=config.seed, progress=not args.json
+    )
+    if not args.json:
+        print_rows(result["stages"], title=f"training benchmark, scale {config.scale}")
+        print(
+            f"total {result['total_seconds']:.1f} s, peak memory {result['peak_rss_mib']:.0f} MiB; "
+            f"finetuned ROUGE-L on full {result['finetuned_full_rougeL']:.3f}, "
+            f"retain model on forget10 {result['retain_forget10_rougeL']:.3f}"
+        )
+    return result
+
+
+def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
+    """The fast evaluation backend against the naive one on one model: a given one (--model and
+    --data), or the built-in study's finetuned model at --scale, trained in --out or reused."""
+    from forgetbench.eval.bench import PathsDiffer
+    from forgetbench.report.console import print_rows
+    from forgetbench.study.bench import BENCH_EVAL_FILE, bench_eval
+    from forgetbench.study.pool import quiet_transformers
+
+    quiet_transformers()
+    out = Path(args.out)
+    if (given_model(config) is None) != (given_data(config) is None):
+        raise UsageError(
+            "forgetbench bench eval: --model and --data go together",
+            "pass both, or neither for the built-in study's finetuned model at --scale",
+        )
+    report = bench_eval(config, out, progress=not args.json)
+    saved = out / BENCH_EVAL_FILE
+    model_dir = report["model"]
+    if not args.json:
+        rows = [
+            {
+                "path": name,
+                "seconds": p["seconds"],
+                "scoring s": p["scoring_seconds"],
+                "generation s": p["generation_seconds"],
+                "questions/s": p["questions_per_s"],
+                "answer tokens/s": p["answer_tokens_per_s"],
+                "model tokens": p["model_tokens"]["total"],
+                "GFLOP/s": round(p["flop_per_s"] / 1e9, 2),
+                "of peak": f"{report['fraction_of_peak'][name]:.1%}",
+                "peak RSS MiB": p["peak_rss_mib"],
+            }
+            for name, p in report["paths"].items()
+        ]
+        print_rows(rows, title=f"TOFU evaluation, {report['questions']} questions: {model_dir}")
+        print(
+            f"matmul peak {report['matmul_peak_flop_per_s'] / 1e9:.0f} GFLOP/s; "
+            f"speedup {report['speedup']}x (scoring {report['scoring_speedup']}x, "
+            f"generation {report['generation_speedup']}x); max abs difference "
+            f"{report['max_abs_diff']:.2e} at {report['max_abs_diff_at'] or '-'}; "
+            f"identical: {str(report['identical']).lower()}; report: {saved}"
+        )
+    if not report["identical"]:
+        raise PathsDiffer(
+            f"fast and naive evaluation differ beyond {report['tolerance']:g} "
+            f"({report['mismatch_count']} values; first {report['mismatches'][0]})",
+            f"the fast path is wrong; the full report is in {saved}",
+        )
+    return report

@@ -1,0 +1,214 @@
+"""From the command line to the typed config: defaults, --config file, KEY=VALUE overrides and the
+flags, then every refusal that needs no work (an option the command would not read, a split it
+does not run on, a named file that is not there) before any data, model or training work; and
+the `config` command, which prints the result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from forgetbench.cli.usage import UsageError
+from forgetbench.config import FORGET_SPLITS, RunConfig, load_config
+from forgetbench.errors import ConfigError, UnknownNameError
+from forgetbench.options import (
+    FLAGS,
+    SPLIT_CHOICES,
+    UNUSED,
+    UNUSED_WITH_A_MODEL,
+    flag_value,
+    unused_reason,
+)
+from forgetbench.study.given import is_miniature
+
+# The layers below (the study's miniature, the device, the method registry) are imported where
+# they are used: they import torch, which `forgetbench --help` never needs.
+
+
+def given_flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
+    """Config key -> (flag, typed value) for each flag on the command line."""
+    command = args.command
+    given: dict[str, tuple[str, Any]] = {}
+    for flag in FLAGS:
+        value = getattr(args, flag.dest)
+        if value is None:
+            continue
+        key = flag.key_for(command)
+        if key in given:  # run's --method beside --methods, --split beside --splits
+            many = next(f.name for f in FLAGS if f.key == key)
+            raise ConfigError(
+                f"forgetbench {command} got both {given[key][0]} and {flag.name}",
+                f"give the list once: {many} a,b",
+            )
+        given[key] = (flag.name, flag_value(flag, command, value))
+    return given
+
+
+def _refuse_unused(
+    args: argparse.Namespace, config: RunConfig, given: dict[str, tuple[str, Any]]
+) -> None:
+    """Refuse, before any work, every option this command would not read: an option is applied
+    or refused, never dropped."""
+    from forgetbench.train.mini import check_mini_train_options
+
+    command = args.command
+    unused = dict(UNUSED[command])
+    if command == "bench" and args.target == "train":
+        unused.update(UNUSED["bench train"])
+    if command == "bench" and args.target == "study":
+        unused = {**UNUSED["run"], **UNUSED["bench study"]}
+    miniature = is_miniature(config)
+    if not miniature:
+        unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
+    typed = [(option, key) for key, (option, _) in given.items()]
+    typed += [(key, key) for key in (o.partition("=")[0] for o in args.overrides)]
+    for option, key in typed:
+        reason = unused_reason(unused, key)
+        if reason:
+            raise ConfigError(
+                f"forgetbench {command} does not use {option}: {reason}", f"drop {option}"
+            )
+    if miniature and command in ("finetune", "unlearn", "run", "sweep", "attack", "meta-eval"):
+        check_mini_train_options(config.train)
+    if "unlearn.refusals_file" in (key for _, key in typed) and command in ("unlearn", "run"):
+        _refuse_unread_refusals(command, config)
+    _refuse_split(args, config)
+
+
+def _refuse_split(args: argparse.Namespace, config: RunConfig) -> None:
+    """Each command's --split choices (`SPLIT_CHOICES`, what its --help offers) are what it runs
+    on; any other split is refused here, before any work."""
+    command, split = args.command, config.benchmark.split
+    if command in ("run", "config") or command not in SPLIT_CHOICES:
+        return  # run's splits are study.splits, typed as forget splits; config shows anything
+    if command == "bench" and args.target != "eval":
+        return
+    if command in ("unlearn", "eval") and config.benchmark.name == "lume":
+        return  # LUME has its own forget and retain sets; --split names a TOFU split
+    choices = SPLIT_CHOICES[command]
+    if split in choices:
+        return
+    if command == "finetune":
+        raise ConfigError(
+            f"forgetbench finetune --split {split}: finetune trains the finetuned model (full) "
+            "or a retain model (retain90, retain95, retain99)",
+            "use --split full, retain90, retain95 or retain99; unlearn a forget split with "
+            "'forgetbench unlearn'",
+        )
+    what = (
+        ": the attacks run on a forget split" if command == "attack" else " is not a forget split"
+    )
+    raise ConfigError(
+        f"forgetbench {command} --split {split}{what}", f"use one of {', '.join(choices)}"
+    )
+
+
+def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
+    """unlearn.refusals_file on the command line of a run whose methods never answer with a
+    refusal: refused, like any option the command would not read."""
+    from forgetbench.methods.base import build_method, method_names
+
+    def reads_refusals(name: str, options: dict[str, Any]) -> bool:
+        return "refusal_logps" in build_method(name, options).required_inputs()
+
+    readers = [name for name in method_names() if reads_refusals(name, {})]
+    if command == "unlearn":
+        chosen = {config.unlearn.method: dict(config.method)}
+    else:
+        settings = config.study.method_settings
+        chosen = {
+            m: dict(settings[m].options) if m in settings else {} for m in config.study.methods
+        }
+    if not any(reads_refusals(name, options) for name, options in chosen.items()):
+        methods = ", ".join(chosen)
+        raise ConfigError(
+            f"forgetbench {command} does not use unlearn.refusals_file: only "
+            f"{' and '.join(readers)} read refusals, and {methods} "
+            f"{'does' if len(chosen) == 1 else 'do'} not",
+            f"drop unlearn.refusals_file, or unlearn with {' or '.join(readers)}",
+        )
+
+
+def _check_named_files(command: str, config: RunConfig, *, miniature: bool) -> None:
+    """The files and folders the config names, there before any data, model or training work:
+    the study reads them only after minutes of training."""
+    if command in ("run", "sweep"):
+        named = {
+            f"study.retain_logs.{split}": [path] for split, path in config.study.retain_logs.items()
+        }
+        named.update(
+            {
+                f"study.mia_shadow_models.{split}": list(files)
+                for split, files in config.study.mia_shadow_models.items()
+            }
+        )
+        for key in named:
+            split = key.rsplit(".", 1)[1]
+            if split not in FORGET_SPLITS:
+                raise UnknownNameError(f"split in {key.rsplit('.', 1)[0]}", split, FORGET_SPLITS)
+        if miniature and config.benchmark.name == "mini" and config.study.retain_logs:
+            raise ConfigError(
+                "study.retain_logs names a retain model's evaluation for a study of your own "
+                "model; the built-in miniature trains its own retain models",
+                "drop study.retain_logs, or pass --model and --data",
+            )
+        for key, paths in named.items():
+            for path in paths:
+                if not Path(path).exists():
+                    raise ConfigError(f"{key}: '{path}' does not exist", "check the path")
+    include = config.eval.lm_eval_include_path
+    if include is not None and config.eval.lm_eval_tasks and not Path(include).is_dir():
+        raise ConfigError(
+            f"eval.lm_eval_include_path: '{include}' is not a folder",
+            "give the folder of your lm-eval task files",
+        )
+
+
+def resolve_config(args: argparse.Namespace) -> RunConfig:
+    """Defaults, --config file, KEY=VALUE overrides, then the flags, as typed values."""
+    from forgetbench.device import configure
+    from forgetbench.methods.refusals import load_refusals
+
+    command = args.command
+    given = given_flags(args)
+    overridden = {o.partition("=")[0] for o in args.overrides}
+    values = dict(given)
+    for flag in FLAGS:
+        key = flag.key_for(command)
+        if command in flag.defaults and key not in values and key not in overridden:
+            values[key] = (flag.name, flag.defaults[command])
+    ignore = ("sweep",) if command == "sweep" else ()
+    # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
+    # commands read the model and the data from the config alone.
+    config = load_config(args.config, args.overrides, values, ignore=ignore)
+    if command != "config":
+        _refuse_unused(args, config, given)
+    configure(
+        config.model.device,
+        config.model.dtype,
+        mixed_precision=config.model.mixed_precision,
+        gradient_checkpointing=config.model.gradient_checkpointing,
+    )
+    if command in ("run", "sweep", "eval"):
+        _check_named_files(command, config, miniature=is_miniature(config))
+    if config.unlearn.refusals_file and command in ("unlearn", "run"):
+        # Read now: unlearning needs it only after minutes of pretraining and finetuning.
+        load_refusals(config.unlearn.refusals_file)
+    return config
+
+
+def show(args: argparse.Namespace) -> dict[str, Any]:
+    if args.schema:
+        if args.config or args.overrides or given_flags(args):
+            raise UsageError(
+                "forgetbench config --schema describes every config, not one",
+                "drop the other options",
+            )
+        result = RunConfig.model_json_schema()
+    else:
+        result = resolve_config(args).model_dump()
+    if not args.json:
+        print(json.dumps(result, indent=2))
+    return result

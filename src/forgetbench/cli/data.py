@@ -1,0 +1,60 @@
+"""`forgetbench data`: count a benchmark's records, write the built-in miniature benchmark."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from forgetbench.cli.usage import UsageError
+from forgetbench.config import BENCHMARKS
+from forgetbench.errors import UnknownNameError
+
+# The loaders and the console table are imported where they are used: they import the metrics
+# (scipy, numpy) and the miniature's generator, which `forgetbench --help` never needs.
+
+
+def without_action(args: argparse.Namespace) -> dict[str, Any]:
+    raise UsageError("forgetbench data: missing action", "try 'forgetbench data stats'")
+
+
+def stats(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.report.console import print_rows
+
+    if args.benchmark not in BENCHMARKS:
+        raise UnknownNameError("benchmark", args.benchmark, BENCHMARKS)
+    path = Path(args.path)
+    if args.benchmark == "lume":
+        from forgetbench.data.lume import lume_stats
+
+        rows = lume_stats(path)
+    elif args.benchmark == "tofu":
+        from forgetbench.data.tofu import tofu_stats
+
+        rows = tofu_stats(path)
+    else:
+        from forgetbench.benchmarks.mini import mini_stats
+
+        rows = mini_stats(path)
+    if not args.json:
+        print_rows(rows, title=f"{args.benchmark} data in {path}")
+    return {"benchmark": args.benchmark, "path": str(path), "rows": rows}
+
+
+def generate(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.benchmarks.mini import generate_mini, get_scale
+
+    get_scale(args.scale)  # an unknown scale fails before anything is built
+    out = Path(args.out)
+    existed = (out / "manifest.json").is_file()
+    manifest = generate_mini(out, scale=args.scale, seed=args.seed)
+    counts = {path: entry["records"] for path, entry in manifest["files"].items()}
+    status = "unchanged" if existed else "written"
+    if not args.json:
+        verb = "already up to date" if existed else "wrote"
+        print(
+            f"{verb}: miniature benchmark (scale {args.scale}, seed {args.seed}) in {out}: "
+            f"{len(counts)} files, {counts['tofu/full.json']} TOFU questions, "
+            f"{counts['tofu/forget10.json']} in forget10"
+        )
+    return {"out": str(out), "status": status, **manifest}

@@ -1,0 +1,86 @@
+"""`forgetbench eval` and `forgetbench sanity`: every metric of one model, and the KS test's sanity
+checks on the miniature study."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from forgetbench.cli.config import resolve_config
+from forgetbench.cli.usage import UsageError, progress
+from forgetbench.io import require_writable_dir
+from forgetbench.study.given import given_data, given_model
+
+# The study layer and the report are imported inside the commands: they import torch,
+# transformers and the metrics (scipy), which `forgetbench --help` never needs.
+
+
+def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.report.tables import lume_mmlu_notes
+    from forgetbench.study.evaluate import eval_command
+    from forgetbench.study.pool import quiet_transformers
+
+    quiet_transformers()
+    config = resolve_config(args)
+    model = given_model(config)
+    given = {"model": model, "data": given_data(config), "out": args.out}
+    for option, value in given.items():
+        if not value:
+            raise UsageError(
+                f"forgetbench eval: --{option} is required", "see 'forgetbench eval --help'"
+            )
+    out = Path(args.out)
+    summary = eval_command(
+        config, out=out, retain_log=args.retain_log, progress=progress(args), quiet=args.json
+    )
+    scores = summary["scores"]
+    if not args.json:
+        from forgetbench.report.console import print_comparison
+
+        if "forget_quality" in scores:
+            print_comparison({"candidate": model, "reference": args.retain_log, **scores})
+        else:
+            print(json.dumps(scores, indent=2))
+        print(f"per-question logs and summary: {out}")
+    for note in lume_mmlu_notes([scores]):
+        print(f"warning: {note}", file=sys.stderr)
+    return summary
+
+
+def sanity(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.study.pool import quiet_transformers
+    from forgetbench.study.sanity import sanity_study
+
+    quiet_transformers()
+    config = resolve_config(args)
+    out = Path(args.out) if args.out else Path("runs") / f"sanity-{config.scale}"
+    if not args.out:
+        require_writable_dir(out, option="the default --out")
+    result = sanity_study(
+        out,
+        scale=config.scale,
+        seed=config.seed,
+        eval_config=config.eval,
+        progress=progress(args),
+    )
+    if not args.json:
+        from forgetbench.report.console import print_rows
+
+        print_rows(
+            [
+                {
+                    "check": c["name"],
+                    "holds": "yes" if c["holds"] else "NO",
+                    "p_value": "" if c["p_value"] is None else f"{c['p_value']:.3g}",
+                    "value": "" if c["value"] is None else f"{c['value']:.3f}",
+                    "expected": c["expected"],
+                }
+                for c in result["checks"]
+            ],
+            title=f"sanity checks, scale {config.scale} ({result['seconds']:.0f} s)",
+        )
+        print("all checks hold" if result["all_hold"] else "some checks FAIL")
+    return {**result, "exit_code": 0 if result["all_hold"] else 1}

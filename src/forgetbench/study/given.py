@@ -1,0 +1,28 @@
+"""What a config gives a study to run on: the user's model and data (--model, --data, or
+`model.name`, `benchmark.path` in a config file or KEY=VALUE), or, when it names neither, the
+built-in miniature's. The config alone carries them; every command and study function asks here.
+Torch-free, so the command line can refuse what the miniature does not read before any import."""
+
+from __future__ import annotations
+
+from forgetbench.config import ModelConfig, RunConfig
+
+
+def given_model(config: RunConfig) -> str | None:
+    """The user's model (a Hugging Face id or a folder), or None for the built-in miniature's."""
+    name = config.model.name
+    return None if name == ModelConfig.model_fields["name"].default else name
+
+
+def given_data(config: RunConfig) -> str | None:
+    """The user's data (a TOFU-layout folder, a file or a Hugging Face dataset id), or None."""
+    return config.benchmark.path
+
+
+def is_miniature(config: RunConfig) -> bool:
+    """The study runs on the built-in miniature: its benchmark, data and models."""
+    return (
+        config.benchmark.name == "mini"
+        and given_data(config) is None
+        and given_model(config) is None
+    )

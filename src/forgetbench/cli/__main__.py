@@ -2,4 +2,5 @@
 
 from forgetbench.cli.main import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # imported, as by the package walk in the tests, it runs nothing
+    raise SystemExit(main())

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from forgetbench.config import load_config
+from forgetbench.study.inputs import Study
 from forgetbench.study.meta_robustness import (
     UTILITY_KEPT,
     attacked_job,
@@ -14,7 +15,6 @@ from forgetbench.study.meta_robustness import (
     robustness_methods,
     robustness_rows,
 )
-from forgetbench.study.resolve import Study
 from forgetbench.train.mini import TEMPLATE
 
 # Pools on forget/rougeL: positives 0.9 and 0.8, negatives 0.2 and 0.3 -> the best cut is the

@@ -9,7 +9,7 @@ from forgetbench.config import load_config
 from forgetbench.data.tofu import load_tofu
 from forgetbench.study import attack
 from forgetbench.study.attack import attack_data, attack_model, incontext_records
-from forgetbench.study.resolve import Study
+from forgetbench.study.inputs import Study
 from forgetbench.train.mini import TEMPLATE
 
 

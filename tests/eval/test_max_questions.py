@@ -12,7 +12,7 @@ from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval import runner
 from forgetbench.eval.runner import evaluate_model, evaluation_key
 from forgetbench.records import QARecord
-from forgetbench.study.resolve import Study
+from forgetbench.study.inputs import Study
 from forgetbench.study.run import load_retain_logs
 
 

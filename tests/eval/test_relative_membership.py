@@ -80,7 +80,7 @@ def test_shadow_memberships_are_balanced_and_seeded():
 
 def test_shadow_files_give_masks_in_candidate_order(tmp_path):
     from forgetbench.benchmarks.mini import generate_mini
-    from forgetbench.study.resolve import Study, shadow_candidates, write_shadow
+    from forgetbench.study.inputs import Study, shadow_candidates, write_shadow
     from forgetbench.study.run import shadow_masks
 
     data = tmp_path / "data"
@@ -114,7 +114,7 @@ def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
     from forgetbench.config import load_config
     from forgetbench.errors import ConfigError
     from forgetbench.modeling import build_tiny_model
-    from forgetbench.study.resolve import resolve
+    from forgetbench.study.inputs import resolve
     from toy import toy_tokenizer
 
     model = tmp_path / "model"

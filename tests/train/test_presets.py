@@ -7,7 +7,7 @@ import pytest
 
 from forgetbench.errors import UnknownNameError
 from forgetbench.methods import method_names
-from forgetbench.study.resolve import external_unlearn_defaults
+from forgetbench.study.inputs import external_unlearn_defaults
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.mini import mini_unlearn_defaults
 from forgetbench.train.presets import unlearn_preset

@@ -17,8 +17,8 @@ from forgetbench.study.given import given_data, given_model, is_miniature
 
 
 def finetune(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.study.inputs import miniature
     from forgetbench.study.pool import quiet_transformers
-    from forgetbench.study.resolve import miniature
     from forgetbench.train.stages import finetune_split
 
     quiet_transformers()

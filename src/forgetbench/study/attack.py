@@ -46,8 +46,8 @@ from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import load_model, load_tokenizer
 from forgetbench.records import QARecord
 from forgetbench.study.given import given_data, given_model
+from forgetbench.study.inputs import Study, resolve
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
-from forgetbench.study.resolve import Study, resolve
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
 

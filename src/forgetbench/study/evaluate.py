@@ -24,7 +24,7 @@ from forgetbench.io import read_json
 from forgetbench.metrics import METRICS
 from forgetbench.modeling import load_tokenizer, resolve_template
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.resolve import Study
+from forgetbench.study.inputs import Study
 
 # Scores computed from the model's own scores and log (forget quality against a retain log,
 # lm-eval utility, LUME's final score): added before the summary is written.

@@ -19,8 +19,8 @@ from forgetbench.eval.runner import EXTRA_NAME, relative_scores
 from forgetbench.eval.tasks.mia import relative_membership
 from forgetbench.io import read_json
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
+from forgetbench.study.inputs import Study
 from forgetbench.study.pool import InlinePool
-from forgetbench.study.resolve import Study
 from forgetbench.study.unlearn import unlearn_split
 
 

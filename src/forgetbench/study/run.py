@@ -27,6 +27,14 @@ from forgetbench.study.attack import attack_job, attack_scores
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats
 from forgetbench.study.given import given_model, is_miniature
+from forgetbench.study.inputs import (
+    Study,
+    miniature,
+    read_shadow,
+    resolve,
+    same_data_splits,
+    shadow_candidates,
+)
 from forgetbench.study.jobs import (
     Job,
     Shadows,
@@ -38,14 +46,6 @@ from forgetbench.study.jobs import (
 )
 from forgetbench.study.meta_eval import meta_evaluate
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
-from forgetbench.study.resolve import (
-    Study,
-    miniature,
-    read_shadow,
-    resolve,
-    same_data_splits,
-    shadow_candidates,
-)
 from forgetbench.study.sequence import sequence_rows
 from forgetbench.study.transfer import cross_format_rows
 from forgetbench.train.presets import eval_preset

@@ -23,8 +23,8 @@ from forgetbench.data.tofu import load_tofu, tofu_eval_sets
 from forgetbench.errors import DataError
 from forgetbench.eval.runner import relative_scores, tofu_root
 from forgetbench.study.evaluate import Evaluated
+from forgetbench.study.inputs import Study
 from forgetbench.study.jobs import eval_job, evaluate_model, run_pool, study_row
-from forgetbench.study.resolve import Study
 from forgetbench.study.unlearn import unlearn_split
 
 # results.json row keys of the per-request numbers: sequence/request<j>/<what>.

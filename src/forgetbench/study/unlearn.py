@@ -18,7 +18,7 @@ from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling import load_tokenizer
 from forgetbench.records import QARecord
 from forgetbench.study.format_data import format_texts, split_authors
-from forgetbench.study.resolve import Study, resolve
+from forgetbench.study.inputs import Study, resolve
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import ALTERNATE_FIELDS, UnlearnResult, run_unlearning

@@ -5,6 +5,9 @@ open-unlearning converter (which `logs` calls) can name them without importing i
 from __future__ import annotations
 
 import math
+from typing import Any
+
+from forgetbench.errors import DataError
 
 # Our set name -> TOFU's file name. Order matters: it is the order of every table we print.
 SET_FILES = {
@@ -27,3 +30,27 @@ FIELD_RANGES: dict[str, tuple[float, float, str]] = {
     "rouge1_recall": _UNIT,
     "truth_ratio": (0.0, math.inf, "a truth ratio >= 0"),
 }
+
+
+def check_number(
+    value: Any,
+    where: str,
+    valid: tuple[float, float, str],
+    *,
+    field: str = "",
+    rerun: str,
+    nonfinite: str,
+) -> float:
+    """`value` as a float, or a DataError naming `where` (and `field`, when the number is one
+    field of an entry): not a number, not finite (`nonfinite` says why), or outside `valid`
+    (`rerun` says what to do)."""
+    named = f" '{field}'" if field else ""
+    subject = f"'{field}'" if field else "value"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(f"{where}: expected a number{named}, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise DataError(f"{where}: {subject} is {value}", nonfinite)
+    low, high, what = valid
+    if not low <= value <= high:
+        raise DataError(f"{where}: {subject} is {value}, not {what}", rerun)
+    return float(value)

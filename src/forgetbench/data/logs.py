@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from forgetbench.data.log_layout import FIELD_RANGES, REQUIRED_FIELDS, SET_FILES
+from forgetbench.data.log_layout import FIELD_RANGES, REQUIRED_FIELDS, SET_FILES, check_number
 from forgetbench.data.open_unlearning import (
     OPEN_UNLEARNING_NAME,
     is_open_unlearning,
@@ -327,15 +327,8 @@ def _keys(per_question: Any, where: str) -> tuple[str, ...]:
 def _check_number(
     value: Any, where: str, valid: tuple[float, float, str] = (-math.inf, math.inf, "")
 ) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DataError(f"{where}: expected a number, got {type(value).__name__}")
-    if not math.isfinite(value):
-        raise DataError(
-            f"{where}: value is {value}", "the evaluation produced a non-finite loss; re-run it"
-        )
-    low, high, what = valid
-    if not low <= value <= high:
-        raise DataError(
-            f"{where}: value is {value}, not {what}",
-            "the log is damaged or not a TOFU evaluation log; re-run the evaluation",
-        )
+    check_number(
+        value, where, valid,
+        nonfinite="the evaluation produced a non-finite loss; re-run it",
+        rerun="the log is damaged or not a TOFU evaluation log; re-run the evaluation",
+    )  # fmt: skip

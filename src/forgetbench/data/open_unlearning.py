@@ -22,10 +22,9 @@ losses, so every `--truth-ratio-form` works; the KS p-value is the same for R an
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from forgetbench.data.log_layout import FIELD_RANGES, SET_FILES
+from forgetbench.data.log_layout import FIELD_RANGES, SET_FILES, check_number
 from forgetbench.errors import DataError
 
 OPEN_UNLEARNING_NAME = "TOFU_EVAL.json"
@@ -145,16 +144,8 @@ def _by_index(data: dict[str, Any], metric: str, source: str) -> dict[str, Any]:
 
 def _number(entry: Any, field: str, where: str, valid: tuple[float, float, str]) -> float:
     value = entry.get(field) if isinstance(entry, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DataError(f"{where}: expected a number '{field}', got {type(value).__name__}")
-    if not math.isfinite(value):
-        raise DataError(
-            f"{where}: '{field}' is {value}", "the evaluation produced a non-finite loss"
-        )
-    low, high, what = valid
-    if not low <= value <= high:
-        raise DataError(
-            f"{where}: '{field}' is {value}, not {what}",
-            "the log is damaged; re-run open-unlearning's evaluation",
-        )
-    return float(value)
+    return check_number(
+        value, where, valid, field=field,
+        nonfinite="the evaluation produced a non-finite loss",
+        rerun="the log is damaged; re-run open-unlearning's evaluation",
+    )  # fmt: skip

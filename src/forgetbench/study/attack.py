@@ -330,6 +330,23 @@ def _b_scores(log: EvalLog, reference: EvalLog | None, form: str) -> dict[str, f
     return scores
 
 
+def attack_rows(
+    outcomes: dict[str, AttackOutcome], *, config: RunConfig, finetuned_rouge: float | None
+) -> dict[str, dict[str, Any]]:
+    """Each attacked model's `attack/...` keys, against the finetuned and retain models' own
+    outcomes when they were attacked too."""
+    return {
+        name: attack_scores(
+            outcome,
+            finetuned=outcomes.get("finetuned"),
+            retain=outcomes.get("retain"),
+            config=config,
+            finetuned_rouge=finetuned_rouge,
+        )  # fmt: skip
+        for name, outcome in outcomes.items()
+    }
+
+
 def attack_scores(
     outcome: AttackOutcome,
     *,
@@ -437,16 +454,7 @@ def run_attacks(
         outcomes = {name: job.result()[0] for name, job in jobs.items()}
     finally:
         pool.shutdown(cancel_futures=True)
-    rows = {
-        name: attack_scores(
-            outcome,
-            finetuned=outcomes.get("finetuned"),
-            retain=outcomes.get("retain"),
-            config=config,
-            finetuned_rouge=target,
-        )  # fmt: skip
-        for name, outcome in outcomes.items()
-    }
+    rows = attack_rows(outcomes, config=config, finetuned_rouge=target)
     result = {
         "split": split,
         "attacks": list(config.study.attacks),

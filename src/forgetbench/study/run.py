@@ -23,7 +23,7 @@ from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
 from forgetbench.results import RESULTS_FILE, Results
 from forgetbench.rows import REFERENCE_METHODS, chosen_steps, leaderboard, seed_summary
-from forgetbench.study.attack import attack_job, attack_scores
+from forgetbench.study.attack import attack_job, attack_rows
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats
 from forgetbench.study.given import given_model, is_miniature
@@ -497,16 +497,7 @@ def _attack_rows(
     if not outcomes:
         return {}
     target = evaluated["finetuned"].scores.get("forget/rougeL")
-    return {
-        name: attack_scores(
-            outcome,
-            finetuned=outcomes.get("finetuned"),
-            retain=outcomes.get("retain"),
-            config=config,
-            finetuned_rouge=target,
-        )  # fmt: skip
-        for name, outcome in outcomes.items()
-    }
+    return attack_rows(outcomes, config=config, finetuned_rouge=target)
 
 
 def write_results(out: Path, results: dict[str, Any]) -> None:

@@ -64,24 +64,15 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
     # rehearsal pairs cost no extra time (tiny: 200 + 40 pairs x 25 epochs = 200 x 30 before).
     # Measurements behind every number: docs/mini.md, "Pretraining and rehearsal".
     sizes = get_scale(scale)  # its epochs: benchmarks/mini/scales.py
-    return MiniRecipe(
-        pretrain=LoopConfig(
-            lr=2e-3,
-            epochs=sizes.pretrain_epochs,
-            batch_size=16,
-            per_device_batch_size=16,
-            weight_decay=0.01,
-            seed=seed,
-        ),
-        finetune=LoopConfig(
-            lr=2e-3,
-            epochs=sizes.finetune_epochs,
-            batch_size=16,
-            per_device_batch_size=16,
-            weight_decay=0.01,
-            seed=seed,
-        ),
+    pretrain = LoopConfig(
+        lr=2e-3,
+        epochs=sizes.pretrain_epochs,
+        batch_size=16,
+        per_device_batch_size=16,
+        weight_decay=0.01,
+        seed=seed,
     )
+    return MiniRecipe(pretrain, replace(pretrain, epochs=sizes.finetune_epochs))
 
 
 # The `train.*` options a user may set for the miniature's finetune stage (and its retain models,

@@ -2,11 +2,12 @@
 # The GPU check: run it whenever a GPU is lent (at most 10 minutes on one H100/H200). Prepare
 # here with `bash scripts/gpu_wheels.sh`, then on the device, carrying .whl:
 #     bash scripts/gpu_check.sh          (writes $OUT/gpu_check.json and $OUT/logs/*)
-# Each step has its own time limit (570 s in all): the GPU-marked tests; the peak memory of one
-# step of every method (LoRA on the 8B-shaped Llama in bf16, full-parameter on the 1B-shaped one);
-# the small built-in study on CUDA (every method, shadows, attacks; STUDY_WORKERS processes, 0 =
-# the default, one on a GPU), timed stage by stage; `bench eval` with the GPU's own matmul peak.
-# A rerun may name fewer steps: STEPS=study_small,bench_eval bash scripts/gpu_check.sh
+# Each step has its own time limit (570 s in all): the GPU-marked tests; the miniature's training
+# stages timed (bench train); the small built-in study on CUDA (every method, shadows, attacks;
+# STUDY_WORKERS processes, 0 = the default, one on a GPU), profiled stage by stage; `bench eval`
+# with the GPU's own matmul peak. The peak memory of one step of every method (LoRA on the
+# 8B-shaped Llama in bf16, full-parameter on the 1B-shaped one) runs when STEPS names
+# memory_8b_lora / memory_1b_full: STEPS=memory_8b_lora,memory_1b_full bash scripts/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_check}
@@ -22,7 +23,8 @@ PY=${PY:-python3}  # the GPU image's python3 holds torch
 FB="$PY -m forgetbench.cli"
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -c "import torch, transformers, accelerate, peft, datasets; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__, datasets.__version__)"; } > "$OUT/logs/gpu.txt" 2>&1
 
-STEPS=${STEPS:-pytest_gpu,memory_8b_lora,memory_1b_full,bench_eval,study_small}  # a rerun may name fewer
+# The memory steps were measured on an H200 (docs/gpu.md); name them in STEPS to measure again.
+STEPS=${STEPS:-pytest_gpu,bench_train,study_small,bench_eval}
 step() {  # step NAME TIMEOUT COMMAND...: run, log, record seconds and exit code
   local name=$1 limit=$2; shift 2
   [[ ",$STEPS," == *",$name,"* ]] || return 0
@@ -36,11 +38,14 @@ rm -f "$OUT/steps.jsonl"; touch "$OUT/steps.jsonl"
 step pytest_gpu 60 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
 step memory_8b_lora 80 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
 step memory_1b_full 40 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
-# The study before bench eval, which then reuses its cached finetuned model; its folder stays on
-# the machine (thousands of files would not come back), results.json is copied out.
-step study_small ${STUDY_LIMIT:-330} $FB run --scale small --splits forget10 --out /tmp/study --no-progress --json --debug study.workers=${STUDY_WORKERS:-0}
+# bench train times the miniature's pretraining, finetuning and retain model stage by stage (steps
+# and seconds: a GPU's time per step on a 3M-parameter model); the study then reuses them from the
+# shared cache, and bench eval its finetuned model. The study's folder stays on the machine
+# (thousands of files would not come back); its results.json is copied out.
+step bench_train 150 $FB bench train --scale ${SCALE:-small} --out /tmp/bench_train --json --debug
+step study_small ${STUDY_LIMIT:-300} $FB run --scale ${SCALE:-small} --splits forget10 --out /tmp/study --no-progress --json --debug study.workers=${STUDY_WORKERS:-0}
 cp /tmp/study/results.json "$OUT/study_results.json" 2>/dev/null
-step bench_eval 60 $FB bench eval --scale small --out /tmp/bench --json --debug
+step bench_eval 60 $FB bench eval --scale ${SCALE:-small} --out /tmp/bench --json --debug
 
 $PY - "$OUT" <<'PY'
 import json, pathlib, sys
@@ -55,7 +60,7 @@ for line in (out / "steps.jsonl").read_text().splitlines():
         from forgetbench.study.bench import study_profile
         timings = json.loads((out / "study_results.json").read_text())["timings"]
         step["profile"] = {k: v for k, v in study_profile(timings).items() if k != "jobs"}
-    elif step["step"] == "bench_eval":
+    elif step["step"] in ("bench_train", "bench_eval"):
         rows = [l for l in log if l.startswith("{")]
         if rows:
             result = json.loads(rows[-1])

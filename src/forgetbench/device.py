@@ -26,7 +26,7 @@ from forgetbench.errors import ConfigError
 
 DEVICE_ENV = "FORGETBENCH_DEVICE"
 PRECISION_ENV = "FORGETBENCH_PRECISION"
-DEVICE_PATTERN = re.compile(DEVICE_SPEC.replace(")$", "|meta)$"))  # meta: the CPU suite's guard
+DEVICE_PATTERN = re.compile(rf"{DEVICE_SPEC}|^meta$")  # meta: the CPU suite's guard
 DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 

@@ -17,7 +17,18 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+import transformers
+from huggingface_hub import constants as hf_constants
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from torch import Tensor
+from transformers import (
+    CONFIG_MAPPING,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
 
 from forgetbench.benchmarks.mini.scales import SCALES, ModelShape
 from forgetbench.config import MODEL_SIZES
@@ -25,10 +36,6 @@ from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
 from forgetbench.io import read_json
 from forgetbench.records import IGNORE_INDEX
-
-# transformers' model and tokenizer classes (~3 s to import on top of torch), peft (~4.5 s) and
-# huggingface_hub are imported inside the functions that need them: the evaluation tasks, the
-# report and the CLI's checks read this module's templates and records without loading a model.
 
 TemplateName = Literal["question_answer", "tofu_llama2", "tofu_question_answer", "chat"]
 TEMPLATES: tuple[str, ...] = ("question_answer", "tofu_llama2", "tofu_question_answer", "chat")
@@ -217,9 +224,6 @@ def collate(
 
 def train_tokenizer(texts: Iterable[str], *, vocab_size: int):  # -> PreTrainedTokenizerFast
     """Byte-level BPE trained on our corpus: no unknown characters, no download."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
@@ -245,8 +249,6 @@ def build_tiny_model(
     """A Llama-architecture model from a config, initialised from `seed`: the scale's own shape,
     or `size` (`model.size`: another scale's, or 125m / 1b / 8b). Dropout stays 0 so a run is a
     deterministic function of seed and data (and resume reproduces it exactly)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     if scale not in SCALES:
         raise ConfigError(
             f"unknown scale '{scale}' for the tiny model", f"use one of {', '.join(SCALES)}"
@@ -320,15 +322,12 @@ def check_model_source(name_or_path: str | Path, *, trust_remote_code: bool = Fa
             "pass model.trust_remote_code=true if you trust that code",
         )
     model_type = config.get("model_type")
-    if isinstance(model_type, str) and not auto_map:
-        from transformers import CONFIG_MAPPING, __version__
-
-        if model_type not in CONFIG_MAPPING:
-            raise ModelError(
-                f"model '{source}' has model_type '{model_type}', which transformers "
-                f"{__version__} does not know",
-                "upgrade transformers, or use a model of a known architecture",
-            )
+    if isinstance(model_type, str) and not auto_map and model_type not in CONFIG_MAPPING:
+        raise ModelError(
+            f"model '{source}' has model_type '{model_type}', which transformers "
+            f"{transformers.__version__} does not know",
+            "upgrade transformers, or use a model of a known architecture",
+        )
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise ModelError(
             f"model folder '{source}' has no tokenizer (none of {', '.join(TOKENIZER_FILES)})",
@@ -388,9 +387,7 @@ def _load_failure(source: str, exc: Exception, part: str) -> ModelError:
             "pass model.trust_remote_code=true if you trust that code",
         )
     if not Path(source).exists():
-        from huggingface_hub import constants
-
-        if constants.HF_HUB_OFFLINE:
+        if hf_constants.HF_HUB_OFFLINE:
             return ModelError(
                 f"cannot load model '{source}': it is not a local folder, and not in the "
                 "Hugging Face cache (HF_HUB_OFFLINE=1 forbids downloading it)",
@@ -406,8 +403,6 @@ def _load_failure(source: str, exc: Exception, part: str) -> ModelError:
 def load_tokenizer(name_or_path: str | Path, *, trust_remote_code: bool = False):
     """The tokenizer of a model by Hugging Face id or folder, after `check_model_source` (so a
     command that reads the tokenizer first also refuses broken weights before any work)."""
-    from transformers import AutoTokenizer
-
     source = str(name_or_path)
     check_model_source(source, trust_remote_code=trust_remote_code)
     try:
@@ -428,8 +423,6 @@ def load_model(
     """Any causal LM by Hugging Face id or local folder; weights only from safetensors, placed on
     `device` (default: the configured `model.device`). Every way a user's model can fail to load
     is a ModelError naming it."""
-    from transformers import AutoModelForCausalLM
-
     source = str(name_or_path)
     tokenizer = load_tokenizer(source, trust_remote_code=trust_remote_code)
     try:
@@ -526,7 +519,7 @@ def apply_lora(
 ):
     """Wrap `model` with PEFT LoRA adapters (on `target_modules`, default: found from the
     architecture by `lora_targets`); only the adapters train."""
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, get_peft_model  # lazy: ~4.5 s to import, only LoRA runs need it
 
     if rank < 1:
         raise ConfigError(f"train.lora_rank must be >= 1, got {rank}")
@@ -562,7 +555,7 @@ def merged_state_dict(model: object) -> dict[str, Tensor]:
     """The base architecture's weights with the LoRA adapters folded in, computed aside (the
     trained model keeps its adapters and its base weights bit for bit): what a snapshot saves
     mid-run, without the second full copy `merge_and_unload` on a deep copy would need on GPU."""
-    from peft.tuners.lora import LoraLayer
+    from peft.tuners.lora import LoraLayer  # lazy, as in apply_lora
 
     base = model.get_base_model()  # type: ignore[attr-defined]
     merged: dict[str, Tensor] = {}

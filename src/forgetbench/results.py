@@ -138,6 +138,8 @@ class Results(BaseModel):
     model: str | None = None
     workers: int | None = None
     config: dict[str, Any] | None = None  # as resolved then; older keys must still read
+    # The validity gates (forgetbench.validity); absent in files written before they existed.
+    validity: dict[str, Any] | None = None
     metric_versions: dict[str, int] = {}
     timings: dict[str, NumberOrNull] = {}  # seconds per stage, and the run's wall time `total`
     rows: list[Row] = Field(min_length=1)

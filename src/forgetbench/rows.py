@@ -135,6 +135,26 @@ def leaderboard(
     return sorted(board, key=_rank)
 
 
+def tie_ranks(board: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each leaderboard entry's rank among its split's entries by forget quality: "1", "2=",
+    "2=", "4" (equal forget quality shares a rank and says so; KS p-values over a few questions
+    tie often); "—" without forget quality."""
+    qualities: dict[str, list[float]] = {}
+    for entry in board:
+        if (q := as_number(entry.get("forget_quality"))) is not None:
+            qualities.setdefault(str(entry["split"]), []).append(q)
+    ranks = []
+    for entry in board:
+        q = as_number(entry.get("forget_quality"))
+        if q is None:
+            ranks.append("—")
+            continue
+        peers = qualities[str(entry["split"])]
+        rank = 1 + sum(other > q for other in peers)
+        ranks.append(f"{rank}=" if peers.count(q) > 1 else str(rank))
+    return ranks
+
+
 def reference_entries(rows: Sequence[Row]) -> list[dict[str, Any]]:
     """The reference models (finetuned, retain, base) of every split as leaderboard entries:
     the same columns, step 0, never flagged; what the ranked methods are read against."""

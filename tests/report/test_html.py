@@ -77,7 +77,10 @@ def test_names_from_the_results_are_escaped_everywhere(tmp_path: Path):
     assert "<b>stage" not in page and "<i>metric" not in page
     escaped = {n: str(markupsafe.escape(n)) for n in (split, method, stage, metric)}
     assert f"<h3>{escaped[split]}</h3>" in page  # the examples' heading
-    assert f'<tr><td>{escaped[method]}</td><td class="num">15</td>' in page  # an example's model
+    # an example's model, labelled with the step it answered at
+    assert re.search(
+        rf'<tr><td>{re.escape(escaped[method])} \([^)<]+\)</td><td class="num">15</td>', page
+    )
     assert f"<td>{escaped[method]} *</td><td>{escaped[split]}</td>" in page  # the leaderboard
     assert f"<td>{escaped[stage]}</td>" in page and f"<td>{escaped[metric]}</td>" in page
 
@@ -86,8 +89,8 @@ def test_header_leaderboard_and_sections(built_report: Path):
     page = built_report.read_text(encoding="utf-8")
     for text in ("mini", "tiny", "abc123", "0.1.0", "1 min 15.2 s", "0.9 × the finetuned"):
         assert text in page
-    sections = re.findall(r'<section id="([^"]+)">', page)
-    assert sections == ["leaderboard", "fq-plane", "findings", "subscores", "mia", "robustness",
+    sections = re.findall(r'<section id="([^"]+)"', page)
+    assert sections == ["validity", "leaderboard", "fq-plane", "subscores", "findings", "mia", "robustness",
                         "formats", "examples", "config", "timings"]  # fmt: skip
     # The table of contents links every section, in the page's order.
     toc = page[page.index('<nav class="toc">') : page.index("</nav>")]
@@ -142,9 +145,9 @@ def test_only_reference_rows(tmp_path: Path):
     # The reference rows head the leaderboard table, in its columns.
     board = page[page.index('<table class="leaderboard">') :]
     board = board[: board.index("</table>")]
-    assert re.findall(r'<tr class="reference"><td>([^<]+)</td><td>([^<]+)</td>', board) == [
-        (m, s) for s in SPLITS for m in ("finetuned", "retain")
-    ]
+    assert re.findall(
+        r'<tr class="reference"><td></td><td>([^<]+)</td><td>([^<]+)</td>', board
+    ) == [(m, s) for s in SPLITS for m in ("finetuned", "retain")]
 
 
 def test_missing_results_json_raises_data_error(tmp_path: Path):
@@ -267,10 +270,11 @@ def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(tmp_path: Path)
     # Each leaderboard cell of utility carries its interval: the two seeds' values, 0.02 apart.
     board = page[page.index('<table class="leaderboard">') :]
     # The first method's row: past the header and the reference rows.
-    first = re.findall(r'<tr(?! class="reference")[^>]*><td>.*?</tr>', board)[0]
+    first = re.findall(r'<tr(?! class="reference")[^>]*><td class="num">[^<]*</td><td>.*?</tr>',
+                       board)[0]  # fmt: skip
     cells = re.findall(r'<td class="num">([^<]*)</td>', first)
-    # Columns after method and split: step, forget quality, model utility, ...
-    mean, low, high = (float(x) for x in re.findall(r"[0-9.]+", cells[2]))
+    # Rank, then after method and split: step, forget quality, model utility, ...
+    mean, low, high = (float(x) for x in re.findall(r"[0-9.]+", cells[3]))
     assert high - low == pytest.approx(0.02, abs=1e-4) and low < mean < high
 
 
@@ -293,3 +297,69 @@ def test_identical_splits_are_shown_once_and_named(tmp_path: Path):
     board = page[page.index('<table class="leaderboard">') :]
     assert board[: board.index("</table>")].count("<td>forget10</td>") == 3 + 3  # refs + methods
     assert page.count("I don&#39;t know (npo)") == 3  # each question once, not once per name
+
+
+def _figcaption(page: str, figure_id: str) -> str:
+    start = page.index(f'<figure class="plot" id="{figure_id}">')
+    caption = page[page.index("<figcaption>", start) : page.index("</figcaption>", start)]
+    return " ".join(caption.split())
+
+
+def test_a_failed_validity_gate_comes_first_and_nothing_is_ranked_or_judged(tmp_path: Path):
+    from forgetbench.validity import check_validity
+
+    results = synthetic_results()
+    for row in results["rows"]:
+        if row["method"] == "finetuned":  # a finetuned model no better than the retain model
+            row.update({"forget_quality": 0.91, "forget/rougeL": 0.1, "forget/probability": 0.1})
+    results["validity"] = check_validity(results["rows"])
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    banner = page[page.index('<section id="validity"') : page.index('<section id="leaderboard"')]
+    assert 'class="validity fail"' in banner and "This study cannot rank methods" in banner
+    assert "forget10: the finetuned model&#39;s forget quality is 0.91, not below 0.05" in banner
+    assert "never learnt the forget set" in banner and "docs/your-model.md" in banner
+    assert '<table class="leaderboard invalid">' in page and "Not a ranking." in page
+    findings = page[page.index('<section id="findings">') :]
+    findings = findings[: findings.index("</section>")]
+    assert "Not judged." in findings and '<table class="findings">' not in findings
+    # The validity section leads the table of contents, before the leaderboard.
+    toc = page[page.index('<nav class="toc">') : page.index("</nav>")]
+    assert re.findall(r'<a href="#([^"]+)">', toc)[:2] == ["validity", "leaderboard"]
+
+
+def test_passed_gates_rank_with_ties_said_and_judge_the_findings(tmp_path: Path):
+    from forgetbench.validity import check_validity
+
+    results = synthetic_results()
+    results["validity"] = check_validity(results["rows"])
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert 'class="validity pass"' in page and "Validity gates: all pass" in page
+    assert '<table class="leaderboard">' in page and '<table class="findings">' in page
+    assert "share a rank" in page
+    # PrivLeak is explained beside the leaderboard and shown to one decimal with its sign.
+    assert "0 is the target" in page and "under-unlearning" in page
+
+
+def test_a_caption_names_only_the_reference_models_its_figure_draws(tmp_path: Path):
+    results = synthetic_results()
+    with_retain = build_report(write_results(tmp_path / "a", results)).read_text(encoding="utf-8")
+    caption = _figcaption(with_retain, "fq-plane-forget10")
+    assert "The grey diamond is the retain model" in caption and "black star" in caption
+    assert "ringed" in caption
+    for kind in ("subscores", "mia"):
+        assert "retain model" in _figcaption(with_retain, f"{kind}-forget10")
+    results["rows"] = [r for r in results["rows"] if r["method"] != "retain"]
+    page = build_report(write_results(tmp_path / "b", results)).read_text(encoding="utf-8")
+    caption = _figcaption(page, "fq-plane-forget10")
+    assert "diamond" not in caption and "has no point here" in caption
+    assert "dashed grey line" not in _figcaption(page, "subscores-forget10")
+    assert "dashed grey" not in _figcaption(page, "mia-forget10")
+    assert "grey bar" not in _figcaption(page, "robustness-forget10")
+
+
+def test_invalid_utf8_in_a_generation_is_said_beside_it(tmp_path: Path):
+    results = synthetic_results()
+    example = next(e for e in results["examples"] if e["method"] != "finetuned")
+    example["generation"] = "Answer \ufffd\ufffd"
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert "2 × � = bytes that are not valid UTF-8" in page

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from synthetic import synthetic_results
 
@@ -73,6 +75,35 @@ def test_every_method_has_its_own_colour_and_marker():
     assert len({s["color"] for s in list(styles.values())[:18]}) == 18  # a study's 15 and more
     assert len({(s["color"], s["marker"]) for s in styles.values()}) == 20
     assert all(s["color"] != "#7f7f7f" for s in styles.values())  # the retain model's grey
+
+
+def _cielab(colour: str) -> tuple[float, float, float]:
+    """sRGB hex -> CIELAB (D65), by the CIE formulas, for perceived colour distance."""
+    from matplotlib.colors import to_rgb
+
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    matrix = ((0.4124, 0.3576, 0.1805), (0.2126, 0.7152, 0.0722), (0.0193, 0.1192, 0.9505))
+    white = (0.95047, 1.0, 1.08883)
+    x, y, z = (sum(m * c for m, c in zip(row, linear, strict=True)) / w
+               for row, w in zip(matrix, white, strict=True))  # fmt: skip
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def test_methods_that_share_a_marker_differ_clearly_in_colour():
+    # Fifteen built-in methods and a few of the user's own: two lines with the same marker must
+    # not also look the same colour (CIE76 distance; ~2.3 is just noticeable, the old palette had
+    # brown beside maroon and pink beside magenta at 27 on one marker).
+    rows = [{"split": "s", "method": f"m{i}", "step": 5} for i in range(21)]
+    styles = list(plots.method_styles(rows).values())
+    for i, a in enumerate(styles):
+        for b in styles[i + 1 :]:
+            if a["marker"] == b["marker"]:
+                distance = math.dist(_cielab(a["color"]), _cielab(b["color"]))
+                assert distance >= 35, (a, b, distance)
 
 
 def test_the_forget_quality_plane_zooms_only_when_a_method_broke_the_model():

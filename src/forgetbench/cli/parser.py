@@ -66,6 +66,16 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
 _OVERRIDE = re.compile(r"^[A-Za-z_][\w.]*=")
 
 
+def _strict_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a validity gate fails (the finetuned model is not told apart from the "
+        "retain model, never learnt the forget set, or has zero utility); the results are "
+        "written either way",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="forgetbench", description="Machine unlearning benchmarks for LLMs.")
     parser.add_argument("--version", action="version", version=f"forgetbench {__version__}")
@@ -205,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config_options(run, "run")
     _list_methods(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _strict_option(run)
     attack = command(
         "attack",
         study_cli.attack,
@@ -241,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--cpus-per-trial", type=float, help="CPUs a Ray task declares (default: 1)")
     sweep.add_argument("--gpus-per-trial", type=float, help="GPUs a Ray task declares (default: 0)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _strict_option(sweep)
 
     meta = command(
         "meta-eval",

@@ -23,9 +23,11 @@ from forgetbench.study.given import given_data, given_model
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.html import build_report
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
+    from forgetbench.report.validity import print_validity
     from forgetbench.rows import leaderboard
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import run_study
+    from forgetbench.validity import ranks
 
     quiet_transformers()
     config = resolve_config(args)
@@ -43,10 +45,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         progress=progress(args),
     )
     report = build_report(out)
+    validity = results.get("validity")
     if not args.json:
+        # The gates first: a leaderboard is only printed when its rows can be ranked.
+        print_validity(validity)
         # Identical splits once, as in the report: their rows are the computed split's.
         same = results.get("same_data", {})
-        print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
+        if ranks(validity):
+            print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
+        else:
+            print("leaderboard withheld: the report shows the rows greyed, under the same banner")
         for split, computed in same.items():
             print(
                 f"{split} = {computed} here (the same questions): computed once, shown as {computed}"
@@ -55,7 +63,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"report:  {report}")
     for note in lume_mmlu_notes(results["rows"]):
         print(f"warning: {note}", file=sys.stderr)
-    return {"rows": results["rows"], "report": str(report)}
+    failed = args.strict and not ranks(validity)
+    return {
+        "validity": validity,
+        "rows": results["rows"],
+        "report": str(report),
+        **({"exit_code": 1} if failed else {}),
+    }
 
 
 def attack(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,8 +99,10 @@ def attack(args: argparse.Namespace) -> dict[str, Any]:
 
 def sweep(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.sweep import render_sweep
+    from forgetbench.report.validity import print_validity
     from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
     from forgetbench.study.sweep import PRESET_FILE, REPORT_FILE, SWEEP_FILE, read_spec, run_sweep
+    from forgetbench.validity import ranks
 
     quiet_transformers()
     if args.config is None:
@@ -120,7 +136,9 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         pool.shutdown(cancel_futures=True)
     atomic_write_text(out / REPORT_FILE, render_sweep(result))
+    validity = result.get("validity")
     if not args.json:
+        print_validity(validity)
         for method, pick in result["selected"].items():
             flag = "" if pick["matched"] else " * (utility not matched)"
             print(
@@ -131,7 +149,13 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{len(result['trials'])} trials in {result['timings']['total']:.0f} s")
         print(f"preset:  {out / PRESET_FILE} (forgetbench run --config {out / PRESET_FILE})")
         print(f"results: {out / SWEEP_FILE}; report: {out / REPORT_FILE}")
-    return {"selected": result["selected"], "preset": str(out / PRESET_FILE)}
+    failed = args.strict and not ranks(validity)
+    return {
+        "validity": validity,
+        "selected": result["selected"],
+        "preset": str(out / PRESET_FILE),
+        **({"exit_code": 1} if failed else {}),
+    }
 
 
 def _check_executor_options(args: argparse.Namespace) -> None:

@@ -28,7 +28,15 @@ from forgetbench.report import plots, robustness, tables
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.meta_plot import meta_eval_plot
 from forgetbench.report.transfer import transfer_sections
+from forgetbench.report.validity import verdict
 from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
+from forgetbench.validity import (
+    DISTINGUISHABLE_BAR,
+    LEARNT_MARGIN,
+    failed_checks,
+    problems,
+    ranks,
+)
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
@@ -59,7 +67,7 @@ _PLOTS: dict[
         "formats/<format>/<side> scores",
     ),
     "mia": (
-        "Membership inference and utility per epoch",
+        "Membership inference and utility over unlearning steps",
         plots.mia_curves,
         (("mia/",),),
         "mia/<attack> AUCs",
@@ -79,6 +87,8 @@ class Figure:
     kind: str  # a key of _PLOTS; the template captions each kind
     split: str
     svg: Markup
+    # The reference models (finetuned, retain, base) drawn in it: a caption names only these.
+    drawn: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     rows = [r for r in rows if r["split"] not in same]
     examples = [e for e in results.examples if e.split not in same]
     board = row_math.leaderboard(rows)
+    validity = results.validity
     seeds = _seed_table(rows, board) if row_math.is_seeded(rows) else None
     # With seeds, the plots and reference table draw each step's mean over the seeds.
     rows = row_math.seed_means(rows) if seeds else rows
@@ -121,6 +132,10 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         timings=_timings(results.timings),
         notes=notes,
         lume_notes=tables.lume_mmlu_notes(rows),
+        validity=_validity(validity),
+        ranked=ranks(validity),
+        ranks=row_math.tie_ranks(board),
+        privleak_column=any(key == "privleak" for key, _ in columns),
         board=board,
         references=references,
         seeds=seeds,
@@ -133,7 +148,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         mia_tables=_mia_tables(rows),
         not_resolvable=NOT_RESOLVABLE,
         plots=groups,
-        examples=_examples(examples),
+        examples=_examples(examples, board),
         metric_versions=list(results.metric_versions.items()),
         config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
         utility_ratio=f"{row_math.UTILITY_RATIO:g}",
@@ -143,6 +158,20 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         meta=_meta_eval(meta),
         transfer=_transfer(results),
     )
+
+
+def _validity(validity: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The validity section: its verdict, the checks that did not pass (failed first) and how it
+    looks (`fail`, `unknown` or `pass`)."""
+    checks = problems(validity)
+    level = "fail" if failed_checks(validity) else ("unknown" if checks or not validity else "pass")
+    return {
+        "verdict": verdict(validity),
+        "checks": checks,
+        "level": level,
+        "bar": f"{DISTINGUISHABLE_BAR:g}",
+        "margin": f"{LEARNT_MARGIN:g}",
+    }
 
 
 def _identical(rows: Sequence[Any], same: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -250,7 +279,13 @@ def _figures(rows: Sequence[row_math.Row]) -> tuple[dict[str, PlotGroup], list[s
             figure_id = _unique(f"{kind}-{plots.slug(split)}", used)
             # The one string not escaped: matplotlib writes the SVG and escapes the text in it
             # (method and split names included), which tests/report checks with hostile names.
-            figures.append(Figure(figure_id, kind, split, Markup(draw(rows, split))))
+            drawn = frozenset(
+                name
+                for name in row_math.REFERENCE_METHODS
+                if (row := row_math.reference(rows, split, name)) is not None
+                and all(_has([row], split, keys) for keys in needs)
+            )
+            figures.append(Figure(figure_id, kind, split, Markup(draw(rows, split)), drawn))
         groups[kind] = PlotGroup(title, figures)
     return groups, notes
 
@@ -434,9 +469,13 @@ def _mia_tables(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
     return out
 
 
-def _examples(examples: Sequence[Example]) -> list[dict[str, Any]]:
+def _examples(
+    examples: Sequence[Example], board: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Per split, a few forget-set questions, each shown once: its ground truth, the finetuned
-    model's answer (before) and every method's answer at its last logged step (after)."""
+    model's answer (before) and every method's answer at the step the leaderboard chose, then at
+    its last logged step when that is another one, each labelled."""
+    chosen = {(e["split"], e["method"]): e["step"] for e in board}
     out = []
     for split in dict.fromkeys(e.split for e in examples):
         own = [e for e in examples if e.split == split]
@@ -453,15 +492,36 @@ def _examples(examples: Sequence[Example]) -> list[dict[str, Any]]:
             asked = [e for e in own if e.question == question]
             truth = next((e.ground_truth for e in asked if e.ground_truth is not None), None)
             before = next((e for e in asked if e.method == "finetuned"), None)
-            answers = [["finetuned (before)", "", before.generation if before else None]]
-            answers += [
-                [e.method, e.step, e.generation]
-                for e in asked
-                if e.method in last and e.step == last[e.method]
-            ]
+            answers = [["finetuned (before)", "", *_generation(before)]]
+            for method, final_step in last.items():
+                leader = chosen.get((split, method))
+                if leader is None or leader == final_step:
+                    label = "leaderboard's step, last" if leader == final_step else "last"
+                    steps = [(final_step, label)]
+                else:
+                    steps = [(leader, "leaderboard's step"), (final_step, "last")]
+                for step, label in steps:
+                    found = next((e for e in asked if e.method == method and e.step == step), None)
+                    if found is not None:
+                        answers.append([f"{method} ({label})", step, *_generation(found)])
             blocks.append({"question": question, "truth": truth, "answers": answers})
         out.append({"split": split, "questions": blocks})
     return out
+
+
+def _generation(example: Example | None) -> tuple[str | None, str]:
+    """A generation as shown, and a note when it held bytes that were not valid UTF-8: the
+    tokenizer decodes them to U+FFFD, which would otherwise look like a character the model
+    chose."""
+    if example is None or example.generation is None:
+        return None, ""
+    if "\ufffd" in example.generation:
+        count = example.generation.count("\ufffd")
+        return example.generation, (
+            f"{count} × � = bytes that are not valid UTF-8 (the model produced an incomplete "
+            "multi-byte character; the tokenizer decodes it as U+FFFD)"
+        )
+    return example.generation, ""
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -50,7 +50,9 @@ MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus", "reference", "lira", 
 MIA_COUNTS = ("members", "nonmembers")
 # tab10 without its grey (which the reference models use), then nine darker or lighter hues: a
 # study has fifteen methods and each needs its own colour. The markers cycle with a period (7)
-# prime to the palette's (18), so colour and marker together stay distinct for 126 methods.
+# prime to the palette's (18), so colour and marker together stay distinct for 126 methods; the
+# second nine are ordered so that methods sharing a marker differ most in colour (CIELAB
+# distance >= 35 among the first 21 methods, tests/report/test_plots.py).
 _PALETTE = (
     "#1f77b4",
     "#ff7f0e",
@@ -61,15 +63,15 @@ _PALETTE = (
     "#e377c2",
     "#bcbd22",
     "#17becf",
-    "#000080",
-    "#006d2c",
     "#b8860b",
+    "#000080",
     "#800000",
+    "#2f4f4f",
+    "#fb9a99",
+    "#006d2c",
     "#c51b8a",
     "#6a3d9a",
-    "#fb9a99",
     "#66c2a5",
-    "#2f4f4f",
 )
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _LINESTYLES = ("-", "--", "-.", ":")
@@ -113,7 +115,8 @@ def method_styles(rows: Sequence[Row]) -> dict[str, dict[str, str]]:
 
 def forget_quality_plane(rows: Sequence[Row], split: str) -> str:
     """TOFU Figs. 5-7: model utility (x) against forget quality on a log axis (y). Each method's
-    trajectory runs from the finetuned model through its evaluated steps; an arrow marks the last.
+    trajectory runs from the finetuned model through its evaluated steps; the last is ringed, with
+    an arrow on the last move.
 
     When some points lie far left of the leaderboard's utility bar (a method that broke the
     model), a narrow panel shows every point and a wide one the region around the bar, where the
@@ -144,7 +147,11 @@ def forget_quality_plane(rows: Sequence[Row], split: str) -> str:
                 if not points:
                     continue
                 ax.plot(*zip(*points, strict=True), markersize=5, label=_text(method), **style)
-                if len(points) > 1:
+                # The last step ringed: an arrow of zero length (a run that did not move) or one
+                # outside the zoomed panel would leave it unmarked.
+                ax.plot(*points[-1], linestyle="none", marker="o", markersize=11,
+                        markerfacecolor="none", markeredgecolor=style["color"])  # fmt: skip
+                if len(points) > 1 and points[-1] != points[-2]:
                     ax.annotate(
                         "",
                         xy=points[-1],
@@ -304,7 +311,8 @@ def format_grid(rows: Sequence[Row], split: str) -> str:
 
 def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None = None) -> str:
     """LUME Figs. 3-4: membership-inference AUC (one panel per attack; all attacks present unless
-    `attacks` is given) and model utility against the epoch, one line per method. The retain model
+    `attacks` is given) and model utility against the unlearning step (LUME plots epochs; every
+    trajectory plot of the report shares the step axis), one line per method. The retain model
     is the dashed grey line; 0.5 AUC (dotted) is a coin toss."""
     attacks = list(mia_attacks(rows) if attacks is None else attacks)
     panels = [(f"mia/{a}", f"MIA AUC ({a})") for a in attacks]
@@ -312,8 +320,8 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
         panels.append(("model_utility", "Model utility"))
     styles = method_styles(rows)
     paths = {m: trajectory(rows, split, m) for m in styles}
-    on_epochs = all(number(r, "epoch") is not None for path in paths.values() for r in path)
-    x_key = "epoch" if on_epochs else "step"
+    # Steps, as in every other trajectory plot: one x unit across the report.
+    x_key = "step"
     retain = reference(rows, split, "retain")
     with _style():
         ncols = min(3, max(len(panels), 1))
@@ -341,11 +349,11 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
             if not drawn:
                 _no_data(ax)
             ax.set_title(_text(title))
-            ax.set_xlabel("Epoch" if on_epochs else "Unlearning step")
+            ax.set_xlabel("Unlearning step")
             ax.grid(True, alpha=0.3)
         axes[0][0].set_ylim(0, max(1.0, _highest(axes)) * 1.03)
         _figure_legend(fig, axes)
-        fig.suptitle(_text(f"Membership inference and utility per epoch — {split}"))
+        fig.suptitle(_text(f"Membership inference and utility over unlearning — {split}"))
         return _svg(fig, f"mia-{split}")
 
 

@@ -18,7 +18,7 @@ from forgetbench.rows import COLUMNS, OPTIONAL_COLUMNS, UTILITY_RATIO, Row, numb
 def board_cell(entry: Mapping[str, Any], key: str) -> str:
     """A leaderboard cell: the value, and with seeds its 95% interval in brackets (forget
     quality's interval back from the log10 scale it was computed on)."""
-    text = format_cell(entry[key])
+    text = format_privleak(entry[key]) if key == "privleak" else format_cell(entry[key])
     found = entry.get("intervals", {}).get(key)
     if found is None or found["n"] < 2:
         return text
@@ -55,6 +55,13 @@ def leaderboard_columns(board: Sequence[Mapping[str, Any]]) -> list[tuple[str, s
     """(key, title) of the columns present in `board`, in display order."""
     keys = set(board[0]) if board else set()
     return [(key, title) for key, _, title in (*COLUMNS, *OPTIONAL_COLUMNS) if key in keys]
+
+
+def format_privleak(value: Any) -> str:
+    """PrivLeak is a percentage in [-100, inf): one decimal and its sign, which is its reading
+    (MUSE: negative = the forget set still looks seen, positive = over-unlearned)."""
+    number_ = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return "—" if number_ is None else f"{number_:+.1f}"
 
 
 def format_cell(value: Any) -> str:
@@ -107,6 +114,23 @@ def print_leaderboard(board: Sequence[Mapping[str, Any]], console: Console | Non
     notes = sorted({e["note"] for e in board if e["note"]})
     for note in notes:
         console.print(f"* {note}")
+    for line in tie_notes(board):
+        console.print(line, highlight=False)
+
+
+def tie_notes(board: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per group of methods tied on forget quality within a split: their order in the
+    table (by name) ranks nothing."""
+    groups: dict[tuple[str, float], list[str]] = {}
+    for entry in board:
+        quality = entry.get("forget_quality")
+        if isinstance(quality, float | int):
+            groups.setdefault((entry["split"], quality), []).append(str(entry["method"]))
+    return [
+        f"tied on {split} at forget quality {format_cell(quality)}: {', '.join(names)}"
+        for (split, quality), names in groups.items()
+        if len(names) > 1
+    ]
 
 
 def _title(board: Sequence[Mapping[str, Any]]) -> str:

@@ -5,6 +5,7 @@ on them, so none of those imports another to reach them."""
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
@@ -15,9 +16,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
-from forgetbench.eval.runner import EXTRA_NAME, relative_scores
+from forgetbench.eval.runner import EXTRA_NAME, SUMMARY_NAME, relative_scores
+from forgetbench.eval.summary import UTILITY_SETS, set_scores
 from forgetbench.eval.tasks.mia import relative_membership
 from forgetbench.io import read_json
+from forgetbench.metrics.tofu import model_utility
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.inputs import Study
 from forgetbench.study.pool import InlinePool
@@ -87,6 +90,37 @@ def study_row(
         "epoch": round(epoch, 4),
         **scores,
         "log": str(evaluated.folder.relative_to(out)),
+    }
+
+
+def logged_retain_row(split: str, log: EvalLog, config: RunConfig, out: Path) -> dict[str, Any]:
+    """The retain model's row when it comes as a log (`study.retain_logs`), not a model of ours:
+    every score of the `summary.json` that `forgetbench eval` wrote beside the log (membership
+    inference and memorisation included), else the TOFU sub-scores and model utility computed
+    from the log's sets. Its forget quality is its KS test against itself: 1 by definition."""
+    where = Path(log.source)
+    summary = (where if where.is_dir() else where.parent) / SUMMARY_NAME
+    scores: dict[str, Any] = {}
+    if summary.is_file():
+        found = read_json(summary, what="evaluation summary").get("scores")
+        if isinstance(found, dict):
+            scores = {k: v for k, v in found.items() if k != "forget_quality"}
+    if not scores:
+        form = config.eval.truth_ratio_form
+        for set_log in log.sets.values():
+            scores.update(set_scores(set_log, form=form))
+        utility = {k: v for k, v in scores.items() if k.split("/")[0] in UTILITY_SETS}
+        if len(utility) == 3 * len(UTILITY_SETS):
+            scores["model_utility"] = model_utility(utility)
+    scores.update(relative_scores(log, scores, log, scores, form=config.eval.truth_ratio_form))
+    scores.setdefault("forget_quality", None)
+    return {
+        "split": split,
+        "method": "retain",
+        "step": 0,
+        "epoch": 0.0,
+        **scores,
+        "log": os.path.relpath(where, out),
     }
 
 

@@ -39,6 +39,7 @@ from forgetbench.study.jobs import (
     Job,
     Shadows,
     eval_job,
+    logged_retain_row,
     method_job,
     mia_items,
     run_pool,
@@ -49,6 +50,7 @@ from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.sequence import sequence_rows
 from forgetbench.study.transfer import cross_format_rows
 from forgetbench.train.presets import eval_preset
+from forgetbench.validity import check_validity
 
 CSV_NAME = "results.csv"
 
@@ -274,6 +276,8 @@ def run_study(
         "timings": {k: round(v, 2) for k, v in timings.items()},
         # Peak GPU memory of each training stage, in MiB (on the CPU there is none to report).
         **({"peak_gpu_mib": peak_gpu} if peak_gpu else {}),
+        # Before the rows: whether they can be ranked at all (forgetbench.validity).
+        "validity": check_validity(rows),
         "rows": rows,
         "examples": examples,
         **({"same_data": same} if same else {}),
@@ -391,6 +395,8 @@ def _run_jobs(
 
     rows: list[dict[str, Any]] = []
     examples: list[dict[str, Any]] = []
+    # (split, method, step) -> (whether it is the final step, its generations)
+    snapshot_examples: dict[tuple[str, str, int], tuple[bool, list[dict[str, Any]]]] = {}
     # Process-seconds every evaluation spent scoring and generating (0 for cached ones).
     phases = {"scoring": 0.0, "generation": 0.0}
 
@@ -417,6 +423,9 @@ def _run_jobs(
             if all(log is not None for log in shadow_evals):
                 shadows = Shadows(shadow_evals, [mask for _, mask in masks[split]])  # type: ignore[arg-type]
         attacked = _attack_rows(split, attacks, evaluated, config, timings)
+        if retain_eval is None and split in retain_logs:
+            # The retain model the user evaluated: its row, point and MIA lines in the report.
+            rows.append(logged_retain_row(split, retain_logs[split], config, out))
         for role, reference in evaluated.items():
             row = study_row(
                 split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs,
@@ -443,9 +452,15 @@ def _run_jobs(
                     # The attacks run on the first seed's final model only.
                     first = seed == seeds[0]
                     rows.append({**row, **(attacked.get(name, {}) if final and first else {})})
-                    # Generations of the first seed only: the report shows a few per method.
-                    if final and first:
-                        examples += _examples(split, name, step, result.log, config.study.examples)
+                    # Generations of the first seed only: the report shows a few per method,
+                    # at the step the leaderboard chose and at the last step.
+                    if first:
+                        found = _examples(split, name, step, result.log, config.study.examples)
+                        snapshot_examples[split, name, step] = (final, found)
+    chosen = chosen_steps(rows)
+    for (split, name, step), (final, found) in snapshot_examples.items():
+        if final or (split, name, step) in chosen:
+            examples += found
     timings.update({f"{phase}_seconds": seconds for phase, seconds in phases.items()})
     return rows, examples
 

@@ -34,8 +34,9 @@ from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
 from forgetbench.study.inputs import resolve
-from forgetbench.study.jobs import eval_job, method_job, study_row
+from forgetbench.study.jobs import eval_job, logged_retain_row, method_job, study_row
 from forgetbench.study.run import load_retain_logs, with_setup_defaults
+from forgetbench.validity import check_validity
 
 SWEEP_FILE = "sweep.json"
 PRESET_FILE = "selected.yaml"
@@ -317,6 +318,10 @@ def run_sweep(
                 split, method, step, epoch, result, retain, config, out, retain_logs, seed=seed
             )
             trial_rows.setdefault((method, index), []).append({**row, "trial": index})
+    if "retain" not in reference_rows and split in retain_logs:
+        reference_rows["retain"] = logged_retain_row(split, retain_logs[split], config, out)
+    # The sweep selects on the same rule the leaderboard ranks by: the same gates apply.
+    validity = check_validity(list(reference_rows.values()))
     finetuned = reference_rows.get("finetuned")
     utility = number(finetuned, "model_utility") if finetuned else None
     chosen = select(trial_rows, utility)
@@ -329,6 +334,7 @@ def run_sweep(
         "seed": spec.seed,
         "seeds": list(spec.seeds),
         "executor": executor,
+        "validity": validity,
         "references": reference_rows,
         "trials": [
             {

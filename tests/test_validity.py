@@ -1,0 +1,115 @@
+"""The validity gates (forgetbench.validity): a study whose finetuned model cannot be told apart
+from the retain model, never learnt the forget set or has no utility must say so, and rank nothing.
+Hand-made rows, plus the golden tiny study's own rows, which must pass every gate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forgetbench.report.validity import verdict
+from forgetbench.rows import tie_ranks
+from forgetbench.validity import check_validity, failed_checks, ranks
+from golden_results import golden_files
+
+
+def _row(method: str, **scores: float) -> dict:
+    return {"split": "forget10", "method": method, "step": 0, **scores}
+
+
+# The newcomer's study: a GPT-2-style model that learnt nothing (forget quality of the finetuned
+# model 0.91, utility 0 because its Real Authors ROUGE-L is 0).
+NEWCOMER = [
+    _row(
+        "retain",
+        forget_quality=1.0,
+        model_utility=0.0,
+        **{"forget/rougeL": 0.05, "forget/probability": 0.001},
+    ),  # fmt: skip
+    _row(
+        "finetuned",
+        forget_quality=0.91,
+        model_utility=0.0,
+        **{
+            "forget/rougeL": 0.06,
+            "forget/probability": 0.0012,
+            "real_authors/rougeL": 0.0,
+            "retain/rougeL": 0.1,
+        },
+    ),  # fmt: skip
+    {"split": "forget10", "method": "npo", "step": 5, "forget_quality": 1.0, "model_utility": 0.0},
+]
+
+
+def _statuses(validity: dict) -> dict[str, str]:
+    return {c["name"]: c["status"] for c in validity["splits"]["forget10"]["checks"]}
+
+
+def test_a_model_that_learnt_nothing_fails_every_gate_with_its_numbers():
+    validity = check_validity(NEWCOMER)
+    assert not validity["valid"] and not ranks(validity)
+    assert _statuses(validity) == {"distinguishable": "fail", "learnt": "fail", "utility": "fail"}
+    assert failed_checks(validity) == [
+        "forget10/distinguishable",
+        "forget10/learnt",
+        "forget10/utility",
+    ]
+    checks = {c["name"]: c for c in validity["splits"]["forget10"]["checks"]}
+    assert "forget quality is 0.91, not below 0.05" in checks["distinguishable"]["finding"]
+    assert checks["learnt"]["finding"] == (
+        "forget10: the finetuned model answers the forget set no better than the retain model "
+        "(rougeL 0.060 vs 0.050, probability 0.001 vs 0.001; it must be 0.1 above on one)"
+    )
+    assert "never learnt the forget set" in checks["learnt"]["meaning"]
+    assert "docs/your-model.md" in checks["learnt"]["todo"]
+    # Which of the nine utility inputs is the zero that makes the harmonic mean zero.
+    assert checks["utility"]["finding"] == (
+        "forget10: the finetuned model's model utility is 0 (real_authors/rougeL is 0)"
+    )
+    assert verdict(validity).startswith("This study cannot rank methods")
+
+
+def test_each_gate_on_its_own_bar():
+    learnt = {"forget/rougeL": 0.9, "forget/probability": 0.8}
+    retain = _row("retain", forget_quality=1.0, **{"forget/rougeL": 0.4,
+                  "forget/probability": 0.05})  # fmt: skip
+    good = _row("finetuned", forget_quality=1e-4, model_utility=0.5, **learnt)
+    assert check_validity([retain, good])["valid"]
+    # At the bar: 0.05 is not below 0.05.
+    at_bar = {**good, "forget_quality": 0.05}
+    assert _statuses(check_validity([retain, at_bar]))["distinguishable"] == "fail"
+    # Learnt by probability alone (ROUGE-L 0.05 above) still learnt; both below the margin not.
+    by_probability = {**good, "forget/rougeL": 0.45}
+    assert _statuses(check_validity([retain, by_probability]))["learnt"] == "pass"
+    neither = {**good, "forget/rougeL": 0.45, "forget/probability": 0.14}
+    assert _statuses(check_validity([retain, neither]))["learnt"] == "fail"
+
+
+def test_without_a_retain_model_the_gates_are_unknown_not_passed():
+    finetuned = _row("finetuned", model_utility=0.5, **{"forget/rougeL": 0.9})
+    validity = check_validity([finetuned, {**finetuned, "method": "npo", "step": 5}])
+    assert _statuses(validity) == {
+        "distinguishable": "unknown",
+        "learnt": "unknown",
+        "utility": "pass",
+    }
+    # Unknown is said, but does not withhold the ranking: nothing failed.
+    assert not validity["valid"] and ranks(validity)
+    assert "could not be checked" in verdict(validity)
+
+
+@pytest.mark.parametrize("path", golden_files(), ids=lambda p: p.name)
+def test_the_built_in_tiny_study_passes_every_gate(path):
+    rows = list(json.loads(path.read_text())["rows"].values())
+    validity = check_validity(rows)
+    assert validity["valid"], failed_checks(validity)
+    assert verdict(validity).startswith("Validity gates: all pass")
+
+
+def test_ties_on_forget_quality_share_a_rank():
+    board = [
+        {"split": "forget10", "method": m, "forget_quality": q}
+        for m, q in (("a", 0.004), ("b", 0.004), ("c", 0.0011), ("d", None))
+    ] + [{"split": "forget05", "method": "a", "forget_quality": 0.1}]
+    assert tie_ranks(board) == ["1=", "1=", "3", "—", "1"]

@@ -99,7 +99,8 @@ def logged_retain_row(split: str, log: EvalLog, config: RunConfig, out: Path) ->
     inference and memorisation included), else the TOFU sub-scores and model utility computed
     from the log's sets. Its forget quality is its KS test against itself: 1 by definition."""
     where = Path(log.source)
-    summary = (where if where.is_dir() else where.parent) / SUMMARY_NAME
+    where = where if where.is_dir() else where.parent  # the folder, as every other row's log
+    summary = where / SUMMARY_NAME
     scores: dict[str, Any] = {}
     if summary.is_file():
         found = read_json(summary, what="evaluation summary").get("scores")

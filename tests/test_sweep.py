@@ -228,6 +228,18 @@ def test_the_sweep_report_plots_each_method_and_marks_the_selected_trial():
     rows = page.split("<tr")[2:]
     assert "(selected)" not in rows[0] and "(selected)" in rows[1]
     assert render_sweep(result) == page  # deterministic
+    # A sweep whose finetuned model is not told apart from the retain model says so first.
+    from forgetbench.validity import check_validity
+
+    references = [
+        {"split": "forget05", "method": "finetuned", "forget_quality": 0.6, "model_utility": 0.5,
+         "forget/rougeL": 0.9},
+        {"split": "forget05", "method": "retain", "forget_quality": 1.0, "forget/rougeL": 0.4},
+    ]  # fmt: skip
+    page = render_sweep({**result, "validity": check_validity(references)})
+    assert "This study cannot rank methods" in page
+    assert "forget05: the finetuned model&#39;s forget quality is 0.6" in page
+    assert page.index("cannot rank") < page.index("<svg")
 
 
 def test_the_sweep_command_refuses_what_it_does_not_read(tmp_path, capsys):

@@ -14,7 +14,9 @@ from markupsafe import Markup
 
 from forgetbench.report.plots import _new_figure, _style, _svg, _text
 from forgetbench.report.tables import format_cell
+from forgetbench.report.validity import verdict
 from forgetbench.rows import UTILITY_RATIO, number
+from forgetbench.validity import problems, ranks
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>forgetbench sweep</title>
@@ -22,6 +24,9 @@ _PAGE = """<!DOCTYPE html>
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}
 td.num{text-align:right}tr.selected{font-weight:bold;background:#eef}</style></head><body>
 <h1>forgetbench sweep</h1>
+<p class="validity" style="border-left:6px solid {{ 'darkred' if not ranked else 'green' }};padding-left:.6em"><b>{{ verdict }}</b>
+{% for check in problems %}<br>{{ check.status | upper }}: {{ check.finding }}{% if check.meaning %}; {{ check.meaning }}{% endif %}{% if check.todo %}; what to do: {{ check.todo }}{% endif %}.{% endfor %}
+{% if not ranked %}<br>The selection below is not a choice between methods' settings: every trial starts where the retain model is.{% endif %}</p>
 <p>{{ search }} search, {{ trials }} trials, seeds {{ seeds }}, selected on {{ select }} (the
 preset selected.yaml reports on {{ report }}). A trial's point is its step chosen by the
 leaderboard's matched-utility rule (the highest forget quality among steps keeping at least
@@ -79,6 +84,9 @@ def render_sweep(result: Mapping[str, Any]) -> str:
         report=result["report_split"],
         ratio=f"{UTILITY_RATIO:g}",
         methods=methods,
+        verdict=verdict(result.get("validity")),
+        problems=problems(result.get("validity")),
+        ranked=ranks(result.get("validity")),
     )
 
 

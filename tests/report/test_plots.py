@@ -113,3 +113,16 @@ def test_the_forget_quality_plane_zooms_only_when_a_method_broke_the_model():
     low, high = plots._focus([0.0, 0.85, 0.93], 0.837)
     assert 0.8 < low < 0.837 and 0.93 < high < 0.96
     assert plots._focus([0.0, 0.9], None) is None  # no finetuned utility, no bar
+
+
+def test_a_recovery_of_zero_is_marked_not_drawn_as_a_missing_bar():
+    # A method that forgot everything and got nothing back (int8 on grad_ascent: 0.0) must not
+    # look like "nothing was forgotten to recover" (no value at all).
+    def rows(recovered):
+        row = {"split": "s", "method": "grad_ascent", "step": 5, "attack/none/rougeL": 0.01,
+               "attack/int8/rougeL": 0.01, "attack/int8/recovered_rougeL": recovered}  # fmt: skip
+        return [row]
+
+    marked = robustness.robustness_bars(rows(0.0), "s")
+    missing = robustness.robustness_bars(rows(None), "s")
+    assert marked.count("<use") == missing.count("<use") + 1

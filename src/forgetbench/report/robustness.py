@@ -118,6 +118,10 @@ def robustness_bars(rows: Sequence[Row], split: str) -> str:
                 color = "#7f7f7f" if name == "retain" else styles[name]["color"]
                 shown_value = min(1.0, max(-1.0, value))
                 ax.barh(i, shown_value, height=0.7, color=color)
+                if abs(shown_value) < 0.005:
+                    # A bar too short to see: the attack brought nothing back (a method that
+                    # forgot everything often shows this). Marked, so it is not read as missing.
+                    ax.plot(0.0, i, marker="|", color=color, markersize=9, markeredgewidth=2)
                 if shown_value != value:
                     ax.plot(shown_value, i, marker=">" if value > 0 else "<", color="#000000",
                             markersize=6, clip_on=False)  # fmt: skip

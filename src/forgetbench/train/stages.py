@@ -125,7 +125,27 @@ def model_fingerprint(model_dir: Path) -> str:
     for run in (model_dir.parent, model_dir.parent.parent):
         if (run / "unlearn.json").is_file():
             return f"{run.name}/{model_dir.relative_to(run)}"
-    return str(model_dir)
+    return external_fingerprint(model_dir)
+
+
+def external_fingerprint(model_dir: Path) -> str:
+    """A model folder forgetbench did not make, identified by its path and what is in it: the
+    bytes of its config and the name, size and modification time of every other file (weights
+    are not read: a 7B model's 14 GB would cost a minute per command). A user who saves another
+    model to the same folder gets new stages, not the old model's cached finetuning. A Hub id
+    (no such folder) is its name: the Hub's cache folders already name the revision."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        return str(model_dir)
+    digest = hashlib.sha256(str(model_dir).encode())
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        name = str(path.relative_to(model_dir))
+        if name == "config.json":
+            digest.update(path.read_bytes())
+        else:
+            info = path.stat()
+            digest.update(f"{name}:{info.st_size}:{info.st_mtime_ns}".encode())
+    return f"{model_dir}@{digest.hexdigest()[:16]}"
 
 
 def run_stage(

@@ -6,6 +6,7 @@ what to do."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,7 +48,8 @@ def passed_findings(validity: Mapping[str, Any]) -> list[str]:
 
 def print_validity(validity: Mapping[str, Any] | None, console: Console | None = None) -> None:
     """The verdict, then every check that did not pass, each with its meaning and remedy."""
-    console = console or Console()
+    # Soft-wrapped off a terminal: a log keeps each sentence on one line, greppable.
+    console = console or Console(soft_wrap=not sys.stdout.isatty())
     failed = bool(failed_checks(validity))
     style = "bold red" if failed else ("yellow" if problems(validity) else "green")
     console.print(f"[{style}]{escape(verdict(validity))}[/{style}]")

@@ -67,6 +67,7 @@ def test_a_model_that_never_learnt_the_forget_set_is_not_ranked(
     out = capsys.readouterr().out
     assert out.index("This study cannot rank methods") < out.index("leaderboard withheld")
     assert "Leaderboard at matched utility" not in out
+    assert "PASS: forget10: finetuned model utility" in out  # the base still answers Real Authors
     results = json.loads((tmp_path / "results.json").read_text())
     assert "forget10/distinguishable" in results["validity"]["failed"]
     page = (tmp_path / "report.html").read_text(encoding="utf-8")

@@ -318,6 +318,8 @@ def test_a_failed_validity_gate_comes_first_and_nothing_is_ranked_or_judged(tmp_
     assert 'class="validity fail"' in banner and "This study cannot rank methods" in banner
     assert "forget10: the finetuned model&#39;s forget quality is 0.91, not below 0.05" in banner
     assert "never learnt the forget set" in banner and "docs/your-model.md" in banner
+    # The gates that passed are listed under the failed one.
+    assert "<b>PASS</b>: forget10: finetuned model utility 0.6000 &gt; 0" in banner
     assert '<table class="leaderboard invalid">' in page and "Not a ranking." in page
     findings = page[page.index('<section id="findings">') :]
     findings = findings[: findings.index("</section>")]

@@ -59,3 +59,6 @@ def print_validity(validity: Mapping[str, Any] | None, console: Console | None =
             console.print(f"    what it means: {escape(check['meaning'])}", highlight=False)
         if check.get("todo"):
             console.print(f"    what to do: {escape(check['todo'])}", highlight=False)
+    if problems(validity):  # which gates did pass, so the next attempt knows where it stands
+        for finding in passed_findings(validity or {}):
+            console.print(f"  PASS: {escape(finding)}", highlight=False)

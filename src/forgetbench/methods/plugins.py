@@ -36,6 +36,9 @@ _OPTION_TYPES = (float, int, bool, str)
 
 # Plugin spec as given -> (the spec as a worker process loads it, methods it registered).
 _loaded: dict[str, tuple[str, tuple[str, ...]]] = {}
+# Plugin method class -> the hash of its file as it was when the class was registered: the code
+# that runs is the code imported, even if the file changes afterwards.
+_sources: dict[type, str] = {}
 _entry_points_loaded = False
 
 
@@ -76,6 +79,7 @@ def register_method(name: str) -> Callable[[type], type]:
                 )
         # The same file loaded again (a notebook re-running its cell, a script spawning workers)
         # replaces its own registration.
+        _sources[cls] = _source_digest(cls)
         return METHODS.register(name, replace=True)(cls)
 
     return decorator
@@ -265,6 +269,10 @@ def method_source(cls: type) -> str | None:
     the forgetbench version already names): the unlearning run's cache key includes it."""
     if is_builtin(cls):
         return None
+    return _sources.get(cls) or _source_digest(cls)
+
+
+def _source_digest(cls: type) -> str:
     module = sys.modules.get(cls.__module__)
     file = getattr(module, "__file__", None)
     try:

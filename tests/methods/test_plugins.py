@@ -12,7 +12,6 @@ import pytest
 
 from forgetbench.cli import main
 from forgetbench.config import load_config
-from forgetbench.errors import ConfigError
 from forgetbench.methods import plugins
 from forgetbench.methods.base import METHODS, build_method
 from forgetbench.train.loop import LoopConfig

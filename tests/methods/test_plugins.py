@@ -12,6 +12,7 @@ import pytest
 
 from forgetbench.cli import main
 from forgetbench.config import load_config
+from forgetbench.errors import ConfigError
 from forgetbench.methods import plugins
 from forgetbench.methods.base import METHODS, build_method
 from forgetbench.train.loop import LoopConfig
@@ -165,3 +166,33 @@ def test_editing_a_plugin_file_changes_its_runs_cache_key(tmp_path):
     # Built-in methods' keys carry no source hash: their code is the forgetbench version's.
     assert plugins.method_source(METHODS.get("npo")) is None
     assert plugins.method_source(METHODS.get("edited")) is not None
+
+
+def _installed(site: Path, module: str, text: str) -> None:
+    """A distribution as importlib.metadata finds an installed one: a dist-info folder on the
+    path declaring the entry point, beside the module it names."""
+    info = site / f"{module}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[forgetbench.plugins]\nmine = {module}\n")
+    (site / f"{module}.py").write_text(text)
+
+
+def test_an_installed_entry_point_registers_its_method(tmp_path, monkeypatch):
+    _installed(tmp_path, "fb_plugin_ok", method_file("from_package"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_entry_points_loaded", False)
+    assert plugins.load_entry_points() == ("from_package",)
+    assert load_config(None, ["unlearn.method=from_package"]).unlearn.method == "from_package"
+    assert plugins.load_entry_points() == ()  # once per process
+
+
+def test_a_broken_entry_point_is_one_sentence_naming_it(tmp_path, monkeypatch):
+    _installed(tmp_path, "fb_plugin_broken", method_file("npo"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_entry_points_loaded", False)
+    with pytest.raises(ConfigError) as info:
+        plugins.load_entry_points()
+    assert info.value.what == (
+        f"{tmp_path / 'fb_plugin_broken.py'} registers method 'npo', the name of a built-in method"
+    )

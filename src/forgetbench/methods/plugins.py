@@ -258,7 +258,7 @@ def load_entry_points() -> tuple[str, ...]:
         try:
             entry.load()
         except Exception as exc:
-            _entry_points_loaded = False  # the next lookup says so again
+            _entry_points_loaded = False  # a later call tries again, and says so again
             raise _import_failure(exc, where) from None
         names += [n for n in METHODS.in_registration_order() if n not in before]
     return tuple(names)

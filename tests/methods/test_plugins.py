@@ -196,3 +196,26 @@ def test_a_broken_entry_point_is_one_sentence_naming_it(tmp_path, monkeypatch):
     assert info.value.what == (
         f"{tmp_path / 'fb_plugin_broken.py'} registers method 'npo', the name of a built-in method"
     )
+
+
+def test_a_sweep_file_may_search_a_plugin_method(tmp_path, monkeypatch):
+    # The sweep section is read after the config, whose plugins register the method it names;
+    # the sweep itself (minutes of training) is replaced by a stand-in that records what it got.
+    import forgetbench.study.sweep as sweep_module
+
+    path = _write(tmp_path, "mine.py", method_file("swept"))
+    sweep = _write(
+        tmp_path,
+        "sweep.yaml",
+        f"plugins: [{path}]\nscale: tiny\n"
+        "sweep:\n  methods:\n    swept: {method.scale: [1.0, 2.0]}\n",
+    )
+    got = {}
+
+    def stand_in(config, spec, **kwargs):
+        got.update(config=config, spec=spec)
+        raise KeyboardInterrupt  # stop before the report: what was passed is what is tested
+
+    monkeypatch.setattr(sweep_module, "run_sweep", stand_in)
+    assert main(["sweep", "--config", str(sweep), "--out", str(tmp_path / "out")]) == 130
+    assert list(got["spec"].methods) == ["swept"] and got["config"].plugins == [str(path)]

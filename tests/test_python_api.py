@@ -187,7 +187,8 @@ def test_run_returns_the_results_of_forgetbench_run(docs, monkeypatch):
         "scale": "tiny",
         "out": "runs/mine",
         "plugins": ["my_method.py"],
-        "study": {"methods": ["grad_ascent", "capped_ascent"], "attacks": [], "workers": 2},
+        # In this process: the study is the CLI's, whose every stage is reused.
+        "study": {"methods": ["grad_ascent", "capped_ascent"], "attacks": [], "workers": 1},
         "unlearn": {"epochs": 1},
         "eval": {**QUICK_EVAL, "mia_shadows": 0},
     }

@@ -120,6 +120,7 @@ def test_a_method_option_list_is_the_methods_to_check():
     assert sorted(key for key, _ in _lists(config, "")) == [
         "attack.quantize",
         "eval.lm_eval_tasks",
+        "plugins",
         "study.attacks",
         "study.methods",
         "study.seeds",

@@ -77,7 +77,8 @@ LAYERS = (
     ("train", "eval"),
     ("study", "report"),  # neither imports the other: a command composes the two
     ("options",),  # the flags, generated from the typed config
-    ("cli",),
+    ("cli", "api"),  # the command line and the Python API: two faces of the study layer
+    ("callbacks",),  # evaluation inside a Trainer run, through the Python API
 )
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 

@@ -17,7 +17,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # `forgetbench` as a command word: not `python -m forgetbench.cli`, `src/forgetbench/`, `forgetbench[ray]`.
 _COMMAND = re.compile(r"(?<![\w/.\[-])forgetbench[ \t]+(.*)")
-_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 _SPAN = re.compile(r"`([^`\n]+)`")
 
 
@@ -36,7 +36,9 @@ def command_lines(text: str) -> list[str]:
     """Every command line that runs forgetbench: in fenced blocks (continuations joined) and in
     inline code spans."""
     found = []
-    for block in _FENCE.findall(text):
+    for language, block in _FENCE.findall(text):
+        if language.strip() in ("python", "toml"):  # `from forgetbench import ...` is no command
+            continue
         # a shell comment is prose: `make demo  # installs forgetbench (CPU torch)`
         found += [
             re.split(r"(?:^|\s)#", line)[0] for line in block.replace("\\\n", " ").splitlines()

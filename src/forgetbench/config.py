@@ -494,6 +494,13 @@ class RunConfig(_Section):
         "small", description="size of the built-in miniature benchmark and its models"
     )
     out: str = Field("runs/forgetbench", description="output folder")
+    # Imported before the rest of the config is validated, so the methods they register are
+    # accepted by name everywhere (docs/methods.md, "Your own method").
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="method plugins: .py files or module names that register methods "
+        "(from forgetbench import register_method)",
+    )
     # Sections are built when a config is validated, not at import: the study's default methods
     # come from the method registry, which imports torch.
     benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
@@ -537,6 +544,7 @@ def load_config(
 def validate_config(
     data: dict[str, Any], *, source: str = "config", given_as: Mapping[str, str] | None = None
 ) -> RunConfig:
+    _load_plugins(data, source, given_as or {})
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -555,6 +563,18 @@ def validate_config(
             ) from None
     _refuse_repeats(config, source, given_as or {})
     return config
+
+
+def _load_plugins(data: Any, source: str, given_as: Mapping[str, str]) -> None:
+    """Import the config's plugins before it is validated: their methods are then registered
+    names like the built-ins. A malformed list is left for validation to name."""
+    plugins = data.get("plugins") if isinstance(data, dict) else None
+    if not (isinstance(plugins, list) and all(isinstance(p, str) and p for p in plugins)):
+        return
+    if plugins:
+        from forgetbench.methods.plugins import load_plugins  # lazy: torch, as build_method
+
+        load_plugins(plugins, source=given_as.get("plugins") or f"plugins in {source}")
 
 
 def _refuse_repeats(model: BaseModel, source: str, given_as: Mapping[str, str]) -> None:

@@ -60,6 +60,9 @@ class Flag:
     # Commands where this singular flag is an alias of its plural: hidden from --help, where the
     # plural's line names it, and still accepted (`run --method npo` = `run --methods npo`).
     alias_in: tuple[str, ...] = ()
+    # Given once per item (`--plugin a.py --plugin b.py`) rather than as a comma list: an item
+    # is a path, which may hold a comma.
+    repeat: bool = False
 
     @property
     def dest(self) -> str:
@@ -212,6 +215,16 @@ FLAGS = (
     Flag("--preset", "unlearn.preset"),
     Flag("--seed", "seed"),
     Flag(
+        "--plugin",
+        "plugins",
+        repeat=True,
+        help=dict.fromkeys(
+            COMMANDS,
+            "a .py file or module that registers a method (repeatable; docs/methods.md, "
+            '"Your own method")',
+        ),
+    ),
+    Flag(
         "--out",
         "out",
         required=("finetune", "unlearn", "eval", "bench", "attack", "sweep", "meta-eval"),
@@ -239,6 +252,7 @@ _STUDY = "study.* is for 'forgetbench run'"
 UNUSED: dict[str, dict[str, str | None]] = {
     "config": {},
     "finetune": {
+        "plugins": "finetune runs no unlearning, so it reads no method plugin",
         "unlearn.method": "finetune trains on one split; methods are for 'forgetbench unlearn'",
         "study.methods": "finetune trains on one split; methods are for 'forgetbench run'",
         "study.splits": "finetune trains on one split: use --split",
@@ -254,6 +268,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "eval": "unlearn evaluates nothing (eval.* is for 'eval', 'sanity' and 'run')",
     },
     "eval": {
+        "plugins": "eval " + _NO_UNLEARNING + ", so it reads no method plugin",
         "scale": "eval scores the given --model and trains nothing",
         "seed": "eval is deterministic (greedy generation) and trains nothing",
         "unlearn.method": "eval scores the given --model; " + _NO_UNLEARNING,
@@ -272,6 +287,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "its shadow models",
     },
     "sanity": {
+        "plugins": "sanity " + _NO_UNLEARNING + ", so it reads no method plugin",
         "model.name": "sanity trains its own models at --scale (TOFU appendix E)",
         "benchmark.path": "sanity generates its own miniature data at --scale",
         "benchmark.split": "sanity's checks are defined on forget10",
@@ -302,6 +318,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "models with 'forgetbench run' or 'forgetbench attack'",
     },
     "bench": {
+        "plugins": "bench " + _NO_UNLEARNING + ", so it reads no method plugin",
         "benchmark.name": "bench times the TOFU-layout path",
         "unlearn.method": "bench " + _NO_UNLEARNING,
         "study.methods": "bench " + _NO_UNLEARNING,
@@ -314,6 +331,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "study": _STUDY,
     },
     "attack": {
+        "plugins": "attack runs no unlearning, so it reads no method plugin",
         "benchmark.name": "attack runs on TOFU-layout data (the miniature's, or --data)",
         "unlearn.method": "attack runs no unlearning; attack an unlearned model with --model",
         "unlearn": "attack runs no unlearning (attack.* sets the attacks' budget)",
@@ -424,6 +442,8 @@ def flag_type(flag: Flag) -> Callable[[str], Any]:
     """How argparse turns the flag's text into a typed value: by its own key's field, so run's
     --method is one name, as elsewhere, and becomes a list of one afterwards."""
     info = field_at(flag.key)
+    if flag.repeat:
+        return str
     if _is_list(info) and flag.none:
         word = flag.none
         return lambda text: [] if text.strip() == word else comma_list(text)
@@ -448,6 +468,8 @@ def flag_metavar(flag: Flag, command: str) -> str:
         split = flag.key == "benchmark.split"
         choices = SPLIT_CHOICES.get(command, SPLITS) if split else _choices(item)
         one = "{" + ",".join(choices) + "}" if choices else ""
+    if flag.repeat:
+        return "FILE_OR_MODULE"
     if _is_list(field_at(flag.key)):
         return f"{one}[,...]"
     return one or flag.dest.upper()

@@ -30,9 +30,10 @@ class Registry(Generic[T]):
         self.kind = kind
         self._entries: dict[str, T] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, *, replace: bool = False) -> Callable[[T], T]:
         """Decorator. Registering twice under one name is a programming error, not an override:
-        silently replacing a method would make results depend on import order."""
+        silently replacing a method would make results depend on import order. `replace`: the
+        caller has checked that the new entry is the same one loaded again (a plugin file)."""
         if not _SNAKE_CASE.fullmatch(name):
             raise ValueError(f"{self.kind} name '{name}' must be snake_case, e.g. 'grad_ascent'")
 
@@ -42,7 +43,7 @@ class Registry(Generic[T]):
                     f"{self.kind} '{name}': register a class or factory, not an instance of "
                     f"{type(factory).__name__}"
                 )
-            if name in self._entries and self._entries[name] is not factory:
+            if name in self._entries and self._entries[name] is not factory and not replace:
                 raise ValueError(f"{self.kind} '{name}' is already registered")
             self._entries[name] = factory
             return factory

@@ -343,6 +343,7 @@ def _config_options(sub: argparse.ArgumentParser, command: str) -> None:
         hidden = unused or command in flag.alias_in
         action = sub.add_argument(
             flag.name,
+            action="append" if flag.repeat else "store",
             type=flag_type(flag),
             metavar=flag_metavar(flag, command),
             required=command in flag.required,

@@ -113,8 +113,9 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
     if args.out is None:
         raise UsageError("forgetbench sweep: --out is required", "see 'forgetbench sweep --help'")
     _check_executor_options(args)
-    spec = read_spec(args.config)
+    # The config first: its plugins register the methods the sweep section may name.
     config = resolve_config(args)
+    spec = read_spec(args.config)
     workers = study_workers(config, given_model(config))
     if args.executor == "ray":
         from forgetbench.study.ray_executor import RayPool

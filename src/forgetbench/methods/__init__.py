@@ -28,6 +28,12 @@ _modules = sorted(
 for _module in _modules:
     importlib.import_module(f"{__name__}.{_module}")
 
+# Installed packages' methods (entry-point group `forgetbench.plugins`) join the built-ins here,
+# after them, so every lookup of a method name sees them without a flag.
+from forgetbench.methods.plugins import load_entry_points, register_method  # noqa: E402
+
+load_entry_points()
+
 __all__ = [
     "METHODS",
     "TwoTaskMethod",
@@ -36,4 +42,5 @@ __all__ = [
     "build_method",
     "get_method",
     "method_names",
+    "register_method",
 ]

@@ -102,15 +102,7 @@ def eval_command(
             "pass another --out; finished evaluations are never overwritten",
         )
     benchmark = config.benchmark.name
-    reference_log, reference_scores = None, None
-    if retain_log:  # read before the work, so a bad path fails at once
-        reference_log = read_eval_log(retain_log)
-        summary_file = Path(retain_log)
-        summary_file = (
-            summary_file if summary_file.is_dir() else summary_file.parent
-        ) / SUMMARY_NAME
-        if summary_file.is_file():
-            reference_scores = read_json(summary_file).get("scores")
+    reference = read_reference(retain_log)  # read before the work, so a bad path fails at once
     info = {
         "model": model,
         "data": data,
@@ -121,31 +113,10 @@ def eval_command(
         "metric_versions": {name: m.version for name, m in METRICS.items()},
         "config": config.model_dump(),
     }
-
-    def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
-        added = relative_scores(
-            log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
-        )
-        if config.eval.lm_eval_tasks:
-            # lm-eval is an optional dependency, imported only when its tasks are asked for.
-            from forgetbench.eval.lmeval import lm_eval_utility
-
-            utility = lm_eval_utility(
-                model,
-                config.eval.lm_eval_tasks,
-                batch_size=config.eval.batch_size,
-                apply_chat_template=config.eval.lm_eval_chat_template,
-                dtype=config.model.dtype,
-                trust_remote_code=config.model.trust_remote_code,
-                include_path=config.eval.lm_eval_include_path,
-            )
-            added.update({f"lm_eval/{key}": value for key, value in utility.items()})
-        # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
-        added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
-        return added
+    extend = eval_extension(config, model, reference)
 
     if benchmark != "lume":
-        _require_eval_files(config, Path(data), quiet=quiet)
+        require_eval_files(config, Path(data), quiet=quiet)
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     study = Study(
         data=Path(data),
@@ -175,12 +146,64 @@ def eval_command(
     return {"scores": scores, "out": str(out), **info}
 
 
+Reference = tuple[EvalLog | None, dict[str, Any] | None]
+
+
+def read_reference(retain_log: str | Path | None) -> Reference:
+    """A retain model's eval log and, beside it, its summary's scores (for privleak)."""
+    if not retain_log:
+        return None, None
+    reference_scores = None
+    reference_log = read_eval_log(retain_log)
+    summary_file = Path(retain_log)
+    summary_file = (summary_file if summary_file.is_dir() else summary_file.parent) / SUMMARY_NAME
+    if summary_file.is_file():
+        reference_scores = read_json(summary_file).get("scores")
+    return reference_log, reference_scores
+
+
+def eval_extension(config: RunConfig, model: str | None, reference: Reference) -> Extension:
+    """What `forgetbench eval` adds to a model's own scores: forget quality and privleak against
+    the retain model's `reference`, lm-eval utility (of the model folder `model`; None when the
+    model is an object, which lm-eval tasks then refuse) and LUME's final score."""
+    reference_log, reference_scores = reference
+    if config.eval.lm_eval_tasks and model is None:
+        raise ConfigError(
+            "eval.lm_eval_tasks load the model from a folder, and this model is an object",
+            "save it and run 'forgetbench eval --model FOLDER', or drop lm_eval_tasks",
+        )
+
+    def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
+        added = relative_scores(
+            log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
+        )
+        if config.eval.lm_eval_tasks:
+            # lm-eval is an optional dependency, imported only when its tasks are asked for.
+            from forgetbench.eval.lmeval import lm_eval_utility
+
+            utility = lm_eval_utility(
+                str(model),
+                config.eval.lm_eval_tasks,
+                batch_size=config.eval.batch_size,
+                apply_chat_template=config.eval.lm_eval_chat_template,
+                dtype=config.model.dtype,
+                trust_remote_code=config.model.trust_remote_code,
+                include_path=config.eval.lm_eval_include_path,
+            )
+            added.update({f"lm_eval/{key}": value for key, value in utility.items()})
+        # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
+        added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
+        return added
+
+    return extend
+
+
 def _no_unlearning(name: str) -> tuple[Any, dict[str, object]]:
     # `forgetbench eval` scores a model and unlearns nothing: there are no unlearning defaults.
     return None, {}
 
 
-def _require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:
+def require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:
     """Every TOFU file the evaluation reads, named at once before the model loads; a missing
     holdout only turns membership inference off, and says so."""
     split = config.benchmark.split

@@ -15,6 +15,7 @@ from transformers.utils import logging
 from forgetbench.config import RunConfig
 from forgetbench.device import default_device
 from forgetbench.eval.distributed import process_layout
+from forgetbench.methods.plugins import load_plugins, loaded_plugins
 
 
 class InlinePool:
@@ -51,13 +52,16 @@ _running = False
 _interrupted = False
 
 
-def _init_worker(threads: int, stop: Any) -> None:
+def _init_worker(threads: int, stop: Any, plugins: tuple[str, ...] = ()) -> None:
 
     global _stop
     _stop = stop
     signal.signal(signal.SIGINT, _on_interrupt)
     torch.set_num_threads(threads)
     quiet_transformers()
+    # A spawned process knows only the built-in methods: the parent's plugins are loaded before
+    # any job names one of their methods.
+    load_plugins(plugins, source="the study's plugins")
 
 
 def _on_interrupt(signum: int, frame: Any) -> None:
@@ -89,7 +93,10 @@ class _WorkerPool:
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
         self._executor = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_init_worker, initargs=(threads, self._stop)
+            workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(threads, self._stop, loaded_plugins()),
         )
         self.workers = workers
 

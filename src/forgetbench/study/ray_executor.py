@@ -19,16 +19,19 @@ from forgetbench.errors import ConfigError
 MAX_RETRIES = 3
 
 
-def _call(function: Any, *args: Any) -> Any:
-    # Like the process pool's initializer: one torch thread per declared CPU, no loading bars.
+def _call(plugins: tuple[str, ...], function: Any, *args: Any) -> Any:
+    # Like the process pool's initializer: one torch thread per declared CPU, no loading bars,
+    # the driver's method plugins (their files on the shared file system).
     import os
 
     import torch
 
+    from forgetbench.methods.plugins import load_plugins
     from forgetbench.study.pool import quiet_transformers
 
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     quiet_transformers()
+    load_plugins(plugins, source="the study's plugins")
     return function(*args)
 
 
@@ -67,7 +70,9 @@ class RayPool:
         )
 
     def submit(self, function: Any, *args: Any) -> Future:
-        return self._remote.remote(function, *args).future()
+        from forgetbench.methods.plugins import loaded_plugins
+
+        return self._remote.remote(loaded_plugins(), function, *args).future()
 
     def shutdown(self, **_: Any) -> None:
         if self._started:

@@ -40,6 +40,7 @@ from forgetbench.methods.base import (
     UnlearnInputs,
     UnlearnMethod,
 )
+from forgetbench.methods.plugins import method_source
 from forgetbench.modeling import (
     AdaptersDisabled,
     Encoded,
@@ -433,6 +434,7 @@ def unlearn_key(
     *,
     lora: dict[str, Any] | None = None,
 ) -> str:
+    source = method_source(type(method))
     header = {
         "method": method.name,
         "options": asdict(method),  # type: ignore[call-overload]
@@ -440,6 +442,9 @@ def unlearn_key(
         "parent": parent,
         "version": __version__,
         **({"lora": lora} if lora else {}),  # absent without LoRA: earlier runs keep their keys
+        # A plugin method's code is not named by the version: its file's hash is (absent for a
+        # built-in, so no built-in run's key changed).
+        **({"source": source} if source else {}),
     }
     # Alternate answers count only where a method reads them, so no other method's key changed.
     return inputs_key(
@@ -473,34 +478,12 @@ def run_unlearning(
     (0 = each epoch) become `snapshots/step-N/` model folders for trajectory evaluation. With
     `lora` (`apply_lora`'s options) only adapters train, a reference model is the same weights
     with the adapters off, and every saved model has the adapters merged in."""
-    needs = set(method.required_inputs())
-    alternates = bool(needs & ALTERNATE_FIELDS)
-    if alternates:
-        lacking = [
-            f.index if isinstance(f, QARecord) else i
-            for i, f in enumerate(forget)
-            if not getattr(f, "perturbed_answers", ())
-        ]
-        if lacking:
-            raise DataError(
-                f"{method.name} trains toward alternate answers, but {len(lacking)} of the "
-                f"{len(forget)} forget questions of {split} have none (first: row {lacking[0]})",
-                f"give the forget records perturbed answers (TOFU's {split}_perturbed split)",
-            )
+    _require_alternates(method, forget, split)
     model, tokenizer = load_model(model_dir, trust_remote_code=trust_remote_code)
-    # A text longer than a learned position table would index past it.
-    max_length = min(max_length, position_limit(model) or max_length)
-    plan = build_items(
-        forget,
-        retain,
-        tokenizer,
-        template,
-        refusals=refusals,
-        seed=config.seed,
-        max_length=max_length,
-        epochs=config.epochs,
-        alternates=alternates,
-    )
+    plan = plan_items(
+        model, tokenizer, forget=forget, retain=retain, method=method, config=config,
+        template=template, refusals=refusals, max_length=max_length,
+    )  # fmt: skip
     key = unlearn_key(
         method, config, model_fingerprint(Path(model_dir)), (i for e in plan for i in e),
         lora=lora,
@@ -518,13 +501,6 @@ def run_unlearning(
                 info.get("peak_gpu_mib"),
             )  # fmt: skip
 
-        plan = with_reference_logps(
-            model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
-        )
-        if lora:
-            model = apply_lora(model, **lora_for_method(method, model, lora))
-        loss, hook = method_loss(method, model)
-
         state = PartialState()
         steps_per_epoch = -(-len(plan[0]) // config.batch_size)
         every = snapshot_every or steps_per_epoch
@@ -537,32 +513,10 @@ def run_unlearning(
                     folder / "snapshots" / f"step-{step}",
                 )
 
-        with stage_cost() as cost:
-            try:
-                result = train_loop(
-                    model,
-                    lambda epoch: plan[epoch],
-                    loss_fn=None if hook else loss,
-                    step_hook=hook,
-                    collate_fn=lambda batch: collate_items(batch, pad_id=tokenizer.pad_token_id),
-                    config=config,
-                    out_dir=folder / "work",
-                    progress=progress,
-                    on_step=snapshot,
-                )
-            except NonFiniteLoss as exc:
-                checkpoint = folder / "work" / CHECKPOINT_DIR
-                last = (
-                    f"the last good checkpoint is {checkpoint}"
-                    if checkpoint.is_dir()
-                    else "no checkpoint was written yet"
-                )
-                raise NonFiniteLoss(
-                    f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
-                ) from None
-        if lora:
-            model = merge_lora(model)
-        model.requires_grad_(True)
+        model, result, cost = train_method(
+            model, tokenizer, plan, method=method, config=config, split=split,
+            work_dir=folder / "work", progress=progress, lora=lora, on_step=snapshot,
+        )  # fmt: skip
         # Read the snapshots back from disk: after a resume, steps saved before the kill count too.
         snapshots = [start] + sorted(
             (int(p.name.removeprefix("step-")), p) for p in (folder / "snapshots").glob("step-*")
@@ -592,3 +546,132 @@ def run_unlearning(
         return UnlearnResult(
             folder / "model", snapshots, result.losses, cost.seconds, False, cost.peak_gpu_mib
         )
+
+
+def _require_alternates(
+    method: UnlearnMethod, forget: Sequence[TrainingRecord], split: str
+) -> None:
+    """A method that trains toward alternate answers needs them on every forget record."""
+    if not set(method.required_inputs()) & ALTERNATE_FIELDS:
+        return
+    lacking = [
+        f.index if isinstance(f, QARecord) else i
+        for i, f in enumerate(forget)
+        if not getattr(f, "perturbed_answers", ())
+    ]
+    if lacking:
+        raise DataError(
+            f"{method.name} trains toward alternate answers, but {len(lacking)} of the "
+            f"{len(forget)} forget questions of {split} have none (first: row {lacking[0]})",
+            f"give the forget records perturbed answers (TOFU's {split}_perturbed split)",
+        )
+
+
+def plan_items(
+    model: Any,
+    tokenizer: Any,
+    *,
+    forget: Sequence[TrainingRecord],
+    retain: Sequence[TrainingRecord],
+    method: UnlearnMethod,
+    config: LoopConfig,
+    template: PromptTemplate,
+    refusals: tuple[str, ...],
+    max_length: int,
+) -> list[list[UnlearnItem]]:
+    """Every epoch's items (`build_items`), texts cut to what the model's positions allow."""
+    # A text longer than a learned position table would index past it.
+    max_length = min(max_length, position_limit(model) or max_length)
+    return build_items(
+        forget,
+        retain,
+        tokenizer,
+        template,
+        refusals=refusals,
+        seed=config.seed,
+        max_length=max_length,
+        epochs=config.epochs,
+        alternates=bool(set(method.required_inputs()) & ALTERNATE_FIELDS),
+    )
+
+
+def train_method(
+    model: Any,
+    tokenizer: Any,
+    plan: list[list[UnlearnItem]],
+    *,
+    method: UnlearnMethod,
+    config: LoopConfig,
+    split: str,
+    work_dir: Path,
+    progress: bool,
+    lora: dict[str, Any] | None = None,
+    on_step: Any = None,
+) -> tuple[Any, Any, Any]:
+    """Unlearn `model` in place on `plan`: the start model's reference log-probs, the method's
+    loss (or two-gradient step) through the training loop, checkpoints in `work_dir`. Returns
+    (the model, adapters merged; the loop's result; the stage's cost)."""
+    needs = set(method.required_inputs())
+    plan = with_reference_logps(
+        model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
+    )
+    if lora:
+        model = apply_lora(model, **lora_for_method(method, model, lora))
+    loss, hook = method_loss(method, model)
+    with stage_cost() as cost:
+        try:
+            result = train_loop(
+                model,
+                lambda epoch: plan[epoch],
+                loss_fn=None if hook else loss,
+                step_hook=hook,
+                collate_fn=lambda batch: collate_items(batch, pad_id=tokenizer.pad_token_id),
+                config=config,
+                out_dir=work_dir,
+                progress=progress,
+                on_step=on_step,
+            )
+        except NonFiniteLoss as exc:
+            checkpoint = work_dir / CHECKPOINT_DIR
+            last = (
+                f"the last good checkpoint is {checkpoint}"
+                if checkpoint.is_dir()
+                else "no checkpoint was written yet"
+            )
+            raise NonFiniteLoss(
+                f"{method.name} on {split}: {exc.what}", f"{exc.hint}; {last}"
+            ) from None
+    if lora:
+        model = merge_lora(model)
+    model.requires_grad_(True)
+    return model, result, cost
+
+
+def unlearn_model(
+    model: Any,
+    tokenizer: Any,
+    *,
+    forget: Sequence[TrainingRecord],
+    retain: Sequence[TrainingRecord],
+    method: UnlearnMethod,
+    config: LoopConfig,
+    template: PromptTemplate,
+    refusals: tuple[str, ...],
+    split: str,
+    work_dir: Path,
+    max_length: int = 512,
+    progress: bool = False,
+    lora: dict[str, Any] | None = None,
+) -> tuple[Any, list[float], float]:
+    """`run_unlearning` on a model object the caller holds, trained in place, no cache: the same
+    items, reference log-probs and loop, so the same losses. Returns (model, losses, seconds)."""
+    _require_alternates(method, forget, split)
+    plan = plan_items(
+        model, tokenizer, forget=forget, retain=retain, method=method, config=config,
+        template=template, refusals=refusals, max_length=max_length,
+    )  # fmt: skip
+    model, result, cost = train_method(
+        model, tokenizer, plan, method=method, config=config, split=split,
+        work_dir=work_dir, progress=progress, lora=lora,
+    )  # fmt: skip
+    return model, result.losses, cost.seconds

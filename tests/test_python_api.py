@@ -1,0 +1,222 @@
+"""The Python API and method plugins, end to end on the tiny model, following the docs as a user
+outside the repository would: docs/methods.md's plugin file and commands, docs/python-api.md's
+commands and scripts, each code block run as written (the study's `run` with options that keep
+it small, appended here). Then `forgetbench.evaluate`, `forgetbench.unlearn` and `forgetbench.run`
+against the commands they equal, and a method from an installed package's entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import forgetbench
+from forgetbench.cli import main
+from forgetbench.errors import ConfigError
+from forgetbench.methods import plugins
+from forgetbench.methods.base import METHODS
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+# A code block the docs mark `<!-- file: NAME -->` (saved as NAME) or `<!-- run -->` (commands).
+_BLOCK = re.compile(r"<!-- (file: (\S+)|run) -->\n```[a-z]*\n(.*?)^```", re.M | re.S)
+# The docs' study, kept small: one unlearning epoch, no attacks, formats, LUME or shadow models;
+# two worker processes, so the plugin is loaded in each.
+SMALL_STUDY = ["unlearn.epochs=1", "--attacks", "none", "eval.formats=false", "eval.lume=false",
+               "eval.max_new_tokens=16", "eval.mia_shadows=0", "study.workers=2"]  # fmt: skip
+QUICK_EVAL = {"formats": False, "lume": False, "max_new_tokens": 16}
+
+
+def doc_blocks(page: str) -> tuple[dict[str, str], list[str]]:
+    files, commands = {}, []
+    for _, name, code in _BLOCK.findall((ROOT / "docs" / page).read_text()):
+        if name:
+            files[name] = code
+        else:
+            commands += [line for line in code.splitlines() if line.strip()]
+    return files, commands
+
+
+def _cli(line: str, *more: str) -> dict:
+    words = shlex.split(line)
+    assert words[0] == "forgetbench"
+    code = main([*words[1:], *more, "--json", "--no-progress"])
+    assert code == 0, line
+    return code
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+@pytest.fixture(scope="module")
+def docs(tiny_study, tmp_path_factory):
+    """A folder where the docs' commands ran (the tiny models copied in, so they are reused)."""
+    folder = tmp_path_factory.mktemp("docs")
+    for run in ("runs/tiny", "runs/mine"):
+        for part in ("data", "models"):
+            shutil.copytree(tiny_study[0] / part, folder / run / part, symlinks=True)
+    registered, loaded = dict(METHODS._entries), dict(plugins._loaded)
+    here = Path.cwd()
+    os.chdir(folder)
+    try:
+        files, commands = doc_blocks("methods.md")
+        api_files, api_commands = doc_blocks("python-api.md")
+        for name, code in {**files, **api_files}.items():
+            (folder / name).write_text(code)
+        unlearn, run = commands
+        _cli(unlearn)
+        _cli(run, *SMALL_STUDY)
+        for line in api_commands:
+            _cli(line)
+        yield folder
+    finally:
+        os.chdir(here)
+        METHODS._entries.clear()
+        METHODS._entries.update(registered)
+        plugins._loaded.clear()
+        plugins._loaded.update(loaded)
+
+
+def test_the_docs_plugin_runs_in_unlearn_and_in_a_study(docs):
+    alias = docs / "runs/tiny/unlearned-capped_ascent-forget10"
+    record = json.loads((alias.resolve().parent / "unlearn.json").read_text())
+    assert record["method"] == "capped_ascent" and record["options"]["cap"] == 3.0
+    assert len(record["losses"]) > 1
+    results = json.loads((docs / "runs/mine/results.json").read_text())
+    methods = {row["method"] for row in results["rows"]}
+    assert {"grad_ascent", "capped_ascent"} <= methods
+    final = [r for r in results["rows"] if r["method"] == "capped_ascent" and r["step"] > 0]
+    assert final and all(r["forget_quality"] is not None for r in final)
+    assert "capped_ascent" in (docs / "runs/mine/report.html").read_text()
+
+
+def _script(docs: Path, name: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, name], cwd=docs, env=_env(), capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()
+
+
+def test_the_docs_script_runs_as_written(docs):
+    steps, *scores = _script(docs, "unlearn_mine.py")
+    assert re.fullmatch(r"\d+ steps, loss -?[\d.]+ -> -?[\d.]+", steps)
+    moved = {
+        m[1]: (float(m[2]), float(m[3]))
+        for m in (re.fullmatch(r"(\S+): ([\d.e-]+) -> ([\d.e-]+)", line) for line in scores)
+    }
+    assert set(moved) == {"forget/rougeL", "model_utility", "forget_quality"}
+    before, after = moved["forget/rougeL"]
+    assert after < before  # the plugin's method forgot
+
+
+def test_the_callback_logs_from_a_real_trainer_run(docs):
+    found = [
+        re.fullmatch(r"step (\d+): forget quality (\S+), model utility (\S+)", line)
+        for line in _script(docs, "ascent_trainer.py")
+    ]
+    lines = [m.groups() for m in found if m]  # the Trainer prints its own log lines too
+    assert [int(step) for step, *_ in lines] == [2, 4]
+    (_, fq2, mu2), (_, fq4, mu4) = lines
+    assert all(0 <= float(v) <= 1 for v in (fq2, mu2, fq4, mu4))
+    assert (fq2, mu2) != (fq4, mu4)  # two more steps of ascent moved the scores
+
+
+def test_the_callback_must_be_attached():
+    from forgetbench.callbacks import ForgetbenchCallback
+
+    with pytest.raises(ValueError, match=r"call callback.attach\(trainer\)"):
+        ForgetbenchCallback(data="d").on_train_begin(None, None, None)
+
+
+def _load(folder: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
+def test_evaluate_gives_the_scores_of_forgetbench_eval(docs, tmp_path):
+    model_dir, data = docs / "runs/tiny/finetuned", docs / "runs/tiny/data"
+    retain = docs / "runs/tiny/eval-retain90"
+    flags = " ".join(f"eval.{k}={str(v).lower()}" for k, v in QUICK_EVAL.items())
+    _cli(f"forgetbench eval --model {model_dir} --data {data} --retain-log {retain} "
+         f"--out {tmp_path / 'cli'} {flags}")  # fmt: skip
+    cli = json.loads((tmp_path / "cli/summary.json").read_text())["scores"]
+    model, tokenizer = _load(model_dir)
+    result = forgetbench.evaluate(
+        model, tokenizer, data=data, retain_log=retain, out=tmp_path / "api", **QUICK_EVAL
+    )
+    assert set(result.scores) == set(cli) and result.forget_quality is not None
+    for key, value in cli.items():
+        if isinstance(value, float):
+            assert result.scores[key] == pytest.approx(value, abs=1e-6), key
+        else:
+            assert result.scores[key] == value, key
+    written = json.loads((tmp_path / "api/summary.json").read_text())["scores"]
+    assert written == json.loads(json.dumps(result.scores))
+    with pytest.raises(ConfigError, match=r"forgetbench.evaluate\(mia=\.\.\.\)"):
+        forgetbench.evaluate(model, tokenizer, data=data, mia="sometimes")
+
+
+def test_unlearn_gives_the_losses_of_forgetbench_unlearn(docs, tmp_path):
+    model_dir, data = docs / "runs/tiny/finetuned", docs / "runs/tiny/data"
+    _cli(f"forgetbench unlearn --model {model_dir} --data {data} --method npo method.beta=0.2 "
+         f"--out {tmp_path}")  # fmt: skip
+    (record,) = tmp_path.glob("unlearn/npo-forget10-*/unlearn.json")
+    cli = json.loads(record.read_text())["losses"]
+    model, tokenizer = _load(model_dir)
+    result = forgetbench.unlearn(model, tokenizer, data=data, method="npo", beta=0.2)
+    assert result.model is model and result.method.beta == 0.2
+    assert len(result.losses) == len(cli) > 1
+    assert result.losses == pytest.approx(cli, abs=1e-6)
+
+
+def test_run_returns_the_results_of_forgetbench_run(docs, monkeypatch):
+    monkeypatch.chdir(docs)
+    config = {
+        "scale": "tiny",
+        "out": "runs/mine",
+        "plugins": ["my_method.py"],
+        # In this process: the study is the CLI's, whose every stage is reused.
+        "study": {"methods": ["grad_ascent", "capped_ascent"], "attacks": [], "workers": 1},
+        "unlearn": {"epochs": 1},
+        "eval": {**QUICK_EVAL, "mia_shadows": 0},
+    }
+    results = forgetbench.run(config)
+    written = json.loads((docs / "runs/mine/results.json").read_text())
+    assert [(r.method, r.split, r.step) for r in results.rows] == [
+        (r["method"], r["split"], r["step"]) for r in written["rows"]
+    ]
+    assert {r.method for r in results.rows} >= {"grad_ascent", "capped_ascent"}
+
+
+def test_an_installed_packages_method_runs_without_a_flag(docs, tmp_path):
+    # An installed distribution as importlib.metadata finds it: a dist-info folder on the path
+    # with its entry points, beside the module they name.
+    site = tmp_path / "site"
+    info = site / "forgetbench_extra-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: forgetbench-extra\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[forgetbench.plugins]\nextra = forgetbench_extra\n")
+    plugin = (docs / "my_method.py").read_text().replace("capped_ascent", "installed_ascent")
+    (site / "forgetbench_extra.py").write_text(plugin)
+    env = {**_env(), "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")])}
+    argv = ["unlearn", "--scale", "tiny", "--method", "installed_ascent", "method.cap=3",
+            "unlearn.epochs=1", "--out", str(docs / "runs/tiny"), "--json", "--no-progress"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "forgetbench.cli", *argv], cwd=docs, env=env,
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["method"] == "installed_ascent" and summary["steps"] > 0

@@ -56,6 +56,11 @@ LAYOUT = [
 _QUESTIONS = {entry.candidates[0].removesuffix(".jsonl"): entry for entry in LAYOUT[:3]}
 
 
+def question_file(folder: str | Path, subset: str) -> Path | None:
+    """The file a folder holds for one question subset, or None."""
+    return _QUESTIONS[subset].find(Path(folder))
+
+
 def _read_rows(file: Path) -> list[dict[str, Any]]:
     if file.suffix != ".parquet":
         return read_json_records(file)
@@ -81,7 +86,7 @@ def load_wmdp(source: str | Path, subset: str) -> list[MCRecord]:
     if path.is_file():
         rows, origin = _read_rows(path), str(path)
     elif path.is_dir():
-        file = _QUESTIONS[subset].find(path)
+        file = question_file(path, subset)
         if file is None:
             raise DataError(
                 f"no {subset}.jsonl, {subset}.json or {subset} parquet file in {path}",

@@ -118,6 +118,9 @@ def test_cli_counts_then_fails_on_problems(tmp_path, capsys):
     assert err.count("\n") == 1 and "missing raw/forget.json" in err
     assert main(["data", "stats", "--benchmark", "muse", "--path", str(tmp_path / "no")]) == 2
     assert "MUSE folder" in capsys.readouterr().err
+    file = root / "knowmem" / "forget_qa.json"
+    assert main(["data", "stats", "--benchmark", "muse", "--path", str(file)]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 def test_tofu_files_are_not_a_muse_folder(tmp_path):

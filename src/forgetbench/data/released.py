@@ -41,6 +41,10 @@ def is_hub_id(source: str | Path) -> bool:
 
 def require_folder(folder: str | Path, benchmark: str, what: str) -> Path:
     path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise DataError(
+            f"{benchmark} path '{path}' is a file, not a folder", f"pass the folder {what}"
+        )
     if not path.is_dir():
         raise DataError(f"{benchmark} folder '{path}' does not exist", f"pass the folder {what}")
     return path

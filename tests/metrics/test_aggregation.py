@@ -10,6 +10,7 @@ from forgetbench.metrics.aggregation import harmonic_mean, mean
 def test_every_metric_names_a_registered_aggregation():
     assert set(AGGREGATIONS.names()) == {
         "mean",
+        "mean_x100",
         "harmonic_mean",
         "roc_auc",
         "ks_pvalue",

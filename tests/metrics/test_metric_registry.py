@@ -16,7 +16,17 @@ from forgetbench.metrics.info import DIRECTIONS
 GOLDEN = sorted((Path(__file__).parents[1] / "golden").glob("tiny_study_results.*.json"))
 # The modules whose functions compute reported metrics. meta.py scores the metrics themselves
 # (meta_eval.json), never a results row, so it registers nothing.
-METRIC_MODULES = ("tofu", "rouge", "mia", "memorisation", "lume", "formats")
+METRIC_MODULES = (
+    "tofu",
+    "rouge",
+    "mia",
+    "memorisation",
+    "lume",
+    "formats",
+    "muse",
+    "gradnorm",
+    "wmdp",
+)
 # Public functions of the metric modules that compute no reported metric themselves: the per-item
 # pieces and transforms a registered metric is built from, and checks. A new public function either
 # registers the metric it computes or is named here, so no metric goes unregistered by accident.
@@ -33,6 +43,9 @@ HELPERS = {
     "memorisation": set(),
     "lume": {"mmlu_below_threshold"},
     "formats": {"mc_choice"},
+    "muse": {"cut_at_stop_strings"},
+    "gradnorm": set(),
+    "wmdp": set(),
 }
 
 
@@ -47,7 +60,7 @@ def test_every_metric_of_the_results_rows_is_registered_with_a_direction():
     # (a new version would be a change of numbers, which the golden check would also catch).
     assert GOLDEN, "no golden results in tests/golden"
     versions = json.loads(GOLDEN[0].read_text())["metric_versions"]
-    assert len(versions) == 26
+    assert len(versions) == 32
     assert {name: m.version for name, m in METRICS.items()} == versions
     for m in METRICS.values():
         assert m.direction in DIRECTIONS, m.name

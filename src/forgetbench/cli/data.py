@@ -10,6 +10,9 @@ from forgetbench.cli.usage import UsageError
 from forgetbench.config import BENCHMARKS
 from forgetbench.errors import UnknownNameError
 
+# Benchmarks whose released files `data stats` reads before any other command runs on them.
+STATS_BENCHMARKS = (*BENCHMARKS, "muse", "wmdp")
+
 # The loaders and the console table are imported where they are used: they import the metrics
 # (scipy, numpy) and the miniature's generator, which `forgetbench --help` never needs.
 
@@ -21,9 +24,11 @@ def without_action(args: argparse.Namespace) -> dict[str, Any]:
 def stats(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.console import print_rows
 
-    if args.benchmark not in BENCHMARKS:
-        raise UnknownNameError("benchmark", args.benchmark, BENCHMARKS)
+    if args.benchmark not in STATS_BENCHMARKS:
+        raise UnknownNameError("benchmark", args.benchmark, STATS_BENCHMARKS)
     path = Path(args.path)
+    if args.benchmark in ("muse", "wmdp"):
+        return _released_stats(args, path)
     if args.benchmark == "lume":
         from forgetbench.data.lume import lume_stats
 
@@ -38,6 +43,24 @@ def stats(args: argparse.Namespace) -> dict[str, Any]:
         rows = mini_stats(path)
     if not args.json:
         print_rows(rows, title=f"{args.benchmark} data in {path}")
+    return {"benchmark": args.benchmark, "path": str(path), "rows": rows}
+
+
+def _released_stats(args: argparse.Namespace, path: Path) -> dict[str, Any]:
+    """MUSE's and WMDP's folders: the files found are counted even where others are missing or
+    malformed (printed first), then one sentence names every problem and the exit is non-zero."""
+    from forgetbench.data import muse, wmdp
+    from forgetbench.data.released import problems_error
+    from forgetbench.report.console import print_rows
+
+    if args.benchmark == "muse":
+        (rows, problems), name, hint = muse.muse_stats(path), "MUSE", muse.MUSE_HINT
+    else:
+        (rows, problems), name, hint = wmdp.wmdp_stats(path), "WMDP", wmdp.WMDP_HINT
+    if not args.json and rows:
+        print_rows(rows, title=f"{args.benchmark} data in {path}")
+    if problems:
+        raise problems_error(name, path, problems, hint)
     return {"benchmark": args.benchmark, "path": str(path), "rows": rows}
 
 

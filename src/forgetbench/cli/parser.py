@@ -24,7 +24,7 @@ import forgetbench.cli.study as study_cli
 import forgetbench.cli.train as train_cli
 from forgetbench import __version__
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import BENCHMARKS, SCALES, EvalConfig
+from forgetbench.config import SCALES, EvalConfig
 from forgetbench.options import FLAGS, UNUSED, flag_help, flag_metavar, flag_type, unused_reason
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats = data_commands.add_parser("stats", help="count records per split/task/kind")
     stats.add_argument("--json", action="store_true")
     _debug_option(stats)
-    stats.add_argument("--benchmark", required=True, help="|".join(BENCHMARKS))
+    stats.add_argument("--benchmark", required=True, help="|".join(data_cli.STATS_BENCHMARKS))
     stats.add_argument("--path", required=True, help="the benchmark's data folder")
     stats.set_defaults(handler=data_cli.stats)
     generate = data_commands.add_parser(

@@ -127,16 +127,18 @@ def first_questions(records: Sequence[QARecord], max_questions: int | None) -> l
     return list(records[:max_questions])
 
 
-def load_hub_rows(dataset: str, config: str) -> list[dict[str, Any]]:
-    """Rows of one config through `datasets.load_dataset` (hub id, or a local dataset repo folder)."""
+def load_hub_rows(dataset: str, config: str, split: str = "train") -> list[dict[str, Any]]:
+    """Rows of one config's split through `datasets.load_dataset` (hub id, or a local dataset repo
+    folder). TOFU keeps each config in `train`; MUSE and WMDP name their splits."""
     import datasets  # lazy: ~0.8 s with pyarrow, and only a Hub id or dataset repo needs it
 
     try:
-        table = datasets.load_dataset(dataset, config, split="train")
+        table = datasets.load_dataset(dataset, config, split=split)
     except Exception as exc:  # datasets raises many types; all mean "could not get it"
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        which = f"config '{config}'" if split == "train" else f"config '{config}' split '{split}'"
         raise DataError(
-            f"could not load config '{config}' of dataset '{dataset}': {first_line}",
+            f"could not load {which} of dataset '{dataset}': {first_line}",
             "check the id and your network (HF_HUB_OFFLINE=1 forbids downloads), "
             "or pass a local folder with the split's JSON file",
         ) from None

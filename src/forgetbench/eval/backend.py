@@ -13,18 +13,20 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
 import torch
 
 from forgetbench.config import EvalConfig
 from forgetbench.eval.distributed import sharded_map
 from forgetbench.eval.outputs import (
     AnswerScore,
+    gradient_norms,
     greedy_generate,
     score_answers,
     score_answers_naive,
     score_candidates,
 )
-from forgetbench.eval.requests import Generate, Request, Response, Score
+from forgetbench.eval.requests import Generate, GradNorm, Request, Response, Score
 from forgetbench.modeling import model_context, position_limit
 
 R = TypeVar("R", Score, Generate)
@@ -34,11 +36,14 @@ AUTO_CPU_BATCH = 16  # ... and uses eval.batch_size's default on the CPU, which 
 
 class Backend(Protocol):
     """Answers requests in order: one tuple of `AnswerScore`s (one per answer) per `Score`, one
-    text per `Generate`. A call may mix options (`add_eos`, `max_length`, `max_new_tokens`)."""
+    text per `Generate`, one array of gradient norms per `GradNorm`. A call may mix options
+    (`add_eos`, `max_length`, `max_new_tokens`, `p`)."""
 
     def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]: ...
 
     def generate(self, requests: Sequence[Generate]) -> list[str]: ...
+
+    def gradnorm(self, requests: Sequence[GradNorm]) -> list[np.ndarray]: ...
 
 
 def serve(backend: Backend, requests: Sequence[Request]) -> list[Response]:
@@ -46,13 +51,13 @@ def serve(backend: Backend, requests: Sequence[Request]) -> list[Response]:
     so it batches across them as it likes; under `accelerate launch` each process answers a
     contiguous shard of each kind and every process gets every answer (`sharded_map`)."""
     responses: list[Any] = [None] * len(requests)
-    answerers: tuple[tuple[type, Callable[[Any], list[Any]]], ...] = (
-        (Score, backend.score),
-        (Generate, backend.generate),
-    )
-    for kind, answer in answerers:
+    # By name, looked up only for the kinds asked: a backend that never meets a GradNorm (a
+    # test's) need not answer one.
+    answerers = ((Score, "score"), (Generate, "generate"), (GradNorm, "gradnorm"))
+    for kind, method in answerers:
         rows = [i for i, r in enumerate(requests) if isinstance(r, kind)]
         if rows:
+            answer: Callable[[Any], list[Any]] = getattr(backend, method)
             answered = sharded_map(answer, [requests[i] for i in rows])
             for i, response in zip(rows, answered, strict=True):
                 responses[i] = response
@@ -95,6 +100,7 @@ class FastBackend:
             batch_size = AUTO_FIRST_GPU_BATCH if on_gpu else AUTO_CPU_BATCH
         self.batch_size = int(batch_size)
         # Wall time served per kind of request: where an evaluation's time goes (bench study).
+        # A gradient norm is a scoring pass and a backward pass: counted as scoring.
         self.seconds = {"scoring": 0.0, "generation": 0.0}
 
     def score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
@@ -110,6 +116,13 @@ class FastBackend:
             return self._generate(requests)
         finally:
             self.seconds["generation"] += time.perf_counter() - started
+
+    def gradnorm(self, requests: Sequence[GradNorm]) -> list[np.ndarray]:
+        started = time.perf_counter()
+        try:
+            return gradnorms(self.model, self.tokenizer, requests)
+        finally:
+            self.seconds["scoring"] += time.perf_counter() - started
 
     def _score(self, requests: Sequence[Score]) -> list[tuple[AnswerScore, ...]]:
         out: list[tuple[AnswerScore, ...]] = [()] * len(requests)
@@ -165,6 +178,19 @@ class FastBackend:
                 self.batch_size //= 2
 
 
+def gradnorms(model: Any, tokenizer: Any, requests: Sequence[GradNorm]) -> list[np.ndarray]:
+    """Both backends' answer to `GradNorm` requests: one backward pass per item (the attack needs
+    each item's own gradient, so there is nothing to batch), grouped by their options."""
+    out: list[np.ndarray] = [np.empty(0)] * len(requests)
+    for (p, max_length), rows in _by_options(requests, lambda r: (r.p, r.max_length)).items():
+        pairs = [(requests[i].prompt, requests[i].answer) for i in rows]
+        length = _max_length(model, max_length)
+        norms = gradient_norms(model, tokenizer, pairs, p=p, max_length=length)
+        for i, value in zip(rows, norms, strict=True):
+            out[i] = value
+    return out
+
+
 def evaluation_backend(model: Any, tokenizer: Any, eval_config: EvalConfig) -> FastBackend:
     """The backend every evaluation of a model runs on (`forgetbench eval`, the study, the attacks,
     `bench eval`'s fast path): `FastBackend` with `eval.batch_size` sequences a batch, `auto` the
@@ -191,6 +217,9 @@ class NaiveBackend:
             )
             out.append(tuple(scored))
         return out
+
+    def gradnorm(self, requests: Sequence[GradNorm]) -> list[np.ndarray]:
+        return gradnorms(self.model, self.tokenizer, requests)
 
     def generate(self, requests: Sequence[Generate]) -> list[str]:
         out = []

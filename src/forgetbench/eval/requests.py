@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from forgetbench.eval.outputs import AnswerScore
 
 # Tokens per scored text of the MIA and formats tasks when eval.max_length is unset (TOFU's
@@ -43,5 +45,17 @@ class Generate:
     max_new_tokens: int
 
 
-Request = Score | Generate
-Response = tuple[AnswerScore, ...] | str
+@dataclass(frozen=True)
+class GradNorm:
+    """The gradient-norm attack's statistic of `answer` after `prompt`: the p-norm of each
+    parameter tensor's gradient of the answer's mean token NLL (`outputs.gradient_norms`, which
+    says which tokens), answered by a (P,) array. Tokenised and cut as `Score` without EOS."""
+
+    prompt: str
+    answer: str
+    p: float = 2.0
+    max_length: int | None = UNSET_SCORED_LENGTH
+
+
+Request = Score | Generate | GradNorm
+Response = tuple[AnswerScore, ...] | str | np.ndarray

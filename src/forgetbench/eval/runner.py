@@ -29,7 +29,7 @@ EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have
 SUMMARY_NAME = "summary.json"
 PRIVLEAK_ATTACK = "min_k"  # MUSE / open-unlearning report privleak with Min-K%
 # The order tasks run in, and so their keys in summary.json and extra_log.json.
-TASK_ORDER = ("tofu", "mia", "formats", "lume")
+TASK_ORDER = ("tofu", "mia", "formats", "lume", "muse", "wmdp")
 
 
 def tofu_root(data: str | Path) -> Path:

@@ -8,9 +8,10 @@ reported number can be recomputed from a cached log.
 # defines (mia: roc_auc, tpr_at_fpr; tofu: ks_pvalue), so importing them all here makes
 # `METRICS` and `AGGREGATIONS` whole whichever metrics module is imported first. The order of the
 # imports is the order of `METRICS`, so of results.json's `metric_versions` and of the report's table
-# of them: TOFU's metrics first, then the MIAs, memorisation, LUME's and the formats'.
+# of them: TOFU's metrics first, then the MIAs, memorisation, LUME's, the formats', MUSE's, the
+# gradient-norm attack and WMDP's.
 # isort: off
-from forgetbench.metrics import tofu, rouge, mia, memorisation, lume, formats  # noqa: F401
+from forgetbench.metrics import tofu, rouge, mia, memorisation, lume, formats, muse, gradnorm, wmdp  # noqa: F401
 
 # isort: on
 from forgetbench.metrics.aggregation import AGGREGATIONS, aggregate

@@ -242,6 +242,16 @@ def attack_auc(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> float
 
 
 @register_metric(
+    "muse/privleak",
+    direction="closer_to_retain",
+    version=1,
+    aggregation="roc_auc",
+    definition=(
+        "MUSE PrivLeak: privleak of the Min-K% (k = 0.4) AUC of MUSE's privleak forget set "
+        "against its holdout set, relative to a retain model's AUC, x100."
+    ),
+)
+@register_metric(
     "privleak",
     direction="closer_to_retain",
     version=2,

@@ -3,7 +3,9 @@
 `generate_mini(out, scale=..., seed=...)` writes fictitious authors in TOFU's file layout (with
 paraphrased and perturbed answers, forget/retain/holdout and instance-level splits), Real Authors
 and World Facts sets of real facts, the five data-transformation formats, LUME-shaped stories and
-PII biographies, and a pretraining corpus; `mini_stats(out)` counts what is there. No network, no
+PII biographies, and a pretraining corpus; `mini_stats(out)` counts what is there.
+`write_released(out, "muse"|"wmdp")` writes MUSE- and WMDP-shaped miniatures in their released
+layouts, apart from it. No network, no
 LLM: only `random.Random(seed)` and the hand-written tables in `tables/`. See docs/mini.md.
 """
 
@@ -14,6 +16,7 @@ from forgetbench.benchmarks.mini.generate import (
     read_manifest,
 )
 from forgetbench.benchmarks.mini.read import load_format, mini_stats
+from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.benchmarks.mini.scales import SCALES, Scale, get_scale
 from forgetbench.config import FORMATS
 
@@ -28,4 +31,5 @@ __all__ = [
     "load_format",
     "mini_stats",
     "read_manifest",
+    "write_released",
 ]

@@ -66,11 +66,11 @@ def build_world(scale: Scale, seed: int) -> World:
     pretrain = tuple(source.person(pretrain_rng, i) for i in range(scale.pretrain_people))
     # Wrong facts last: they must avoid every name and title the world's people already hold.
     qa_rng = rng_for(seed, "questions")
-    questions = {p.name: _questions(qa_rng, source, p) for p in authors + holdout}
+    questions = {p.name: questions_of(qa_rng, source, p) for p in authors + holdout}
     return World(scale, seed, authors, holdout, pretrain, questions, source)
 
 
-def _questions(rng: random.Random, source: PeopleSource, person: Person) -> tuple[QAItem, ...]:
+def questions_of(rng: random.Random, source: PeopleSource, person: Person) -> tuple[QAItem, ...]:
     items = []
     for relation in RELATIONS:
         fact = person.facts[relation.name]

@@ -6,6 +6,7 @@ it is checked against. `forgetbench.eval.backend` serves evaluation requests wit
 """
 
 from forgetbench.eval.outputs.generation import greedy_generate
+from forgetbench.eval.outputs.gradnorm import gradient_norms
 from forgetbench.eval.outputs.naive import score_answers_naive
 from forgetbench.eval.outputs.prefix_cache import shared_prefixes
 from forgetbench.eval.outputs.scoring import score_answers, score_candidates
@@ -13,6 +14,7 @@ from forgetbench.eval.outputs.statistics import AnswerScore
 
 __all__ = [
     "AnswerScore",
+    "gradient_norms",
     "greedy_generate",
     "score_answers",
     "score_answers_naive",

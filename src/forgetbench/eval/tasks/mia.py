@@ -12,9 +12,9 @@ import numpy as np
 from forgetbench.data.tofu import load_tofu, split_file
 from forgetbench.errors import DataError
 from forgetbench.eval.outputs import AnswerScore
-from forgetbench.eval.requests import UNSET_SCORED_LENGTH, Request, Response, Score
+from forgetbench.eval.requests import UNSET_SCORED_LENGTH, GradNorm, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
-from forgetbench.metrics import aggregate, mia
+from forgetbench.metrics import aggregate, gradnorm, mia
 
 
 def attack_scores(
@@ -48,7 +48,9 @@ class MembershipTask:
     """Scores `{prefix}/{attack}` (AUC), `{prefix}/{attack}/tpr@1%fpr` and `.../tpr@0.1%fpr`
     (None when there are too few non-members, see `mia.tpr_at_fpr`), `{prefix}/members` and
     `{prefix}/nonmembers` (the counts) and per-item logs (`member` and each attack's score) for
-    (prompt, answer) pairs whose answers are scored. `add_eos` and `max_length` as in `Score`."""
+    (prompt, answer) pairs whose answers are scored. `add_eos` and `max_length` as in `Score`.
+    With `gradnorm_p`, also the gradient-norm attack (`{prefix}/gradnorm`, a backward pass per
+    item, `GradNorm`)."""
 
     name = "mia"
 
@@ -61,6 +63,7 @@ class MembershipTask:
         prefix: str = "mia",
         add_eos: bool = True,
         max_length: int | None = UNSET_SCORED_LENGTH,
+        gradnorm_p: float | None = None,
     ) -> None:
         if not members or not nonmembers:
             raise ValueError("membership inference needs members and non-members")
@@ -71,17 +74,24 @@ class MembershipTask:
         self.prefix = prefix
         self.add_eos = add_eos
         self.max_length = max_length
+        self.gradnorm_p = gradnorm_p
+        self.attacks = (*mia.ATTACKS, *(("gradnorm",) if gradnorm_p is not None else ()))
 
     def requests(self, subset: str, doc: tuple[bool, str, str]) -> list[Request]:
         _, prompt, answer = doc
-        return [Score(prompt, (answer,), add_eos=self.add_eos, max_length=self.max_length)]
+        score = Score(prompt, (answer,), add_eos=self.add_eos, max_length=self.max_length)
+        if self.gradnorm_p is None:
+            return [score]
+        return [score, GradNorm(prompt, answer, p=self.gradnorm_p, max_length=self.max_length)]
 
     def process(
         self, subset: str, doc: tuple[bool, str, str], responses: Sequence[Response]
     ) -> dict[str, Any]:
         member, _, answer = doc
-        ((score,),) = responses
+        (score,) = responses[0]
         per_attack = attack_scores([score], [answer], k=self.k, ends_in_eos=self.add_eos)
+        if self.gradnorm_p is not None:
+            per_attack["gradnorm"] = gradnorm.gradnorm_score([responses[1]])
         return {"member": member, **{name: float(values[0]) for name, values in per_attack.items()}}
 
     def results(self, rows: Mapping[str, list[dict[str, Any]]]) -> TaskResult:
@@ -93,7 +103,7 @@ class MembershipTask:
             f"{self.prefix}/members": len(members),
             f"{self.prefix}/nonmembers": len(nonmembers),
         }
-        for name in mia.ATTACKS:
+        for name in self.attacks:
             inside = [row[name] for row in members]
             outside = [row[name] for row in nonmembers]
             scores[f"{self.prefix}/{name}"] = aggregate(f"mia/{name}", inside, outside)
@@ -105,7 +115,12 @@ class MembershipTask:
 
 
 def document_membership(
-    members: Sequence[str], nonmembers: Sequence[str], *, k: float = 0.4, prefix: str = "mia"
+    members: Sequence[str],
+    nonmembers: Sequence[str],
+    *,
+    k: float = 0.4,
+    prefix: str = "mia",
+    gradnorm_p: float | None = None,
 ) -> MembershipTask:
     """Membership inference on whole documents, as SemEval-2025's scorer runs it: every token of
     a document after the tokenizer's own opening (BOS, or the first token when there is none) is
@@ -113,7 +128,7 @@ def document_membership(
     cut below the model's context length."""
     return MembershipTask(
         [("", d) for d in members], [("", d) for d in nonmembers],
-        k=k, prefix=prefix, add_eos=False, max_length=None,
+        k=k, prefix=prefix, add_eos=False, max_length=None, gradnorm_p=gradnorm_p,
     )  # fmt: skip
 
 

@@ -1,0 +1,144 @@
+"""MUSE- and WMDP-shaped miniatures, written in exactly the released layouts, so that
+`forgetbench.data.muse` and `forgetbench.data.wmdp` read them as they read the real files.
+
+Their people are drawn after the TOFU-shaped world's (from its own name pool, so no name is
+shared), from their own seeded streams: building them changes nothing `generate_mini` writes.
+
+- MUSE (`write_muse`): news-like articles, one per person, each the person's facts as sentences
+  (the answers of their questions). Forget, retain1, retain2 and holdout people; verbmem prompts
+  cut each forget article at its middle word; knowmem asks for the short fact; privleak holds the
+  forget, retain1 and holdout articles; scal's forget_1..4 grow by a quarter of the forget
+  articles each, sust's are its four quarters in turn.
+- WMDP (`write_wmdp`): three "hazardous subjects" (bio, cyber, chem), each a group of people whose
+  facts are the hazardous knowledge, asked as four-choice questions (the fact among three wrong
+  ones of its kind); the bio and cyber forget corpora are the subject people's articles, the
+  retain corpora articles about other people.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from forgetbench.benchmarks.mini.people import Person, rng_for
+from forgetbench.benchmarks.mini.scales import get_scale
+from forgetbench.benchmarks.mini.world import QAItem, build_world, questions_of
+from forgetbench.errors import DataError
+from forgetbench.io import atomic_write_text
+
+# People per group (MUSE: forget, retain1, retain2, holdout; WMDP: each subject and each retain
+# corpus), per scale. scal/sust need at least four forget people.
+PEOPLE = {"tiny": 4, "small": 12, "full": 40}
+KNOWMEM_PER_PERSON = 2  # knowmem questions asked about each person
+ICL_EXAMPLES = 3  # few-shot pairs, as MUSE's *_qa_icl files hold a handful
+WMDP_PER_PERSON = 3  # four-choice questions per subject person
+MUSE_GROUPS = ("forget", "retain1", "retain2", "holdout")
+WMDP_SUBJECTS = ("bio", "cyber", "chem")
+
+
+def _people(
+    scale: str, seed: int, purpose: str, groups: tuple[str, ...]
+) -> dict[str, list[tuple[Person, tuple[QAItem, ...]]]]:
+    size = get_scale(scale)
+    world = build_world(size, seed)
+    rng = rng_for(seed, f"{purpose}-people")
+    qa_rng = rng_for(seed, f"{purpose}-questions")
+    count = PEOPLE[scale]
+    out = {}
+    for g, group in enumerate(groups):
+        persons = [world.source.person(rng, 10_000 + g * count + i) for i in range(count)]
+        out[group] = persons
+    # Questions last, as build_world does: wrong facts avoid every name and title drawn above.
+    return {
+        group: [(p, questions_of(qa_rng, world.source, p)) for p in persons]
+        for group, persons in out.items()
+    }
+
+
+def _article(person: Person, items: tuple[QAItem, ...]) -> str:
+    return f"{person.name} in the news. " + " ".join(item.answer for item in items)
+
+
+def muse_files(scale: str = "tiny", seed: int = 0) -> dict[str, Any]:
+    """Every file of a MUSE corpus folder: JSON values by path, `.txt` files as strings."""
+    groups = _people(scale, seed, "muse", MUSE_GROUPS)
+    articles = {g: [_article(p, items) for p, items in people] for g, people in groups.items()}
+    files: dict[str, Any] = {}
+    verbmem = []
+    for text in articles["forget"]:
+        words = text.split(" ")
+        half = len(words) // 2
+        verbmem.append({"prompt": " ".join(words[:half]), "gt": " ".join(words[half:])})
+    files["verbmem/forget.json"] = verbmem
+    for side, group in (("forget", "forget"), ("retain", "retain1")):
+        items = [item for _, person_items in groups[group] for item in person_items]
+        asked = [i for i in range(len(items)) if i % 20 < KNOWMEM_PER_PERSON]
+        shots = [i for i in range(len(items)) if i % 20 == KNOWMEM_PER_PERSON][:ICL_EXAMPLES]
+        files[f"knowmem/{side}_qa.json"] = [_qa(items[i]) for i in asked]
+        files[f"knowmem/{side}_qa_icl.json"] = [_qa(items[i]) for i in shots]
+    privleak = {"forget": "forget", "retain": "retain1", "holdout": "holdout"}
+    for split, group in privleak.items():
+        files[f"privleak/{split}.json"] = articles[group]
+    for group, texts in articles.items():
+        files[f"raw/{group}.json"] = texts
+        files[f"raw/{group}.txt"] = "\n\n".join(texts)
+    forget = articles["forget"]
+    quarter = math.ceil(len(forget) / 4)
+    for k in range(1, 5):
+        folds = {"scal": forget[: k * quarter], "sust": forget[(k - 1) * quarter : k * quarter]}
+        for crit, texts in folds.items():
+            files[f"{crit}/forget_{k}.json"] = texts
+            files[f"{crit}/forget_{k}.txt"] = "\n\n".join(texts)
+    return files
+
+
+def _qa(item: QAItem) -> dict[str, str]:
+    return {"question": item.question, "answer": item.fact}
+
+
+def wmdp_files(scale: str = "tiny", seed: int = 0) -> dict[str, Any]:
+    """Every file of a WMDP folder: question subsets and corpora, as lists of rows by path."""
+    groups = _people(scale, seed, "wmdp", (*WMDP_SUBJECTS, "bio-retain", "cyber-retain"))
+    rng = rng_for(seed, "wmdp-choices")
+    files: dict[str, Any] = {}
+    for subject in WMDP_SUBJECTS:
+        rows = []
+        for _, items in groups[subject]:
+            for item in [i for i in items if len(i.wrong_facts) >= 3][:WMDP_PER_PERSON]:
+                choices = [item.fact, *item.wrong_facts[:3]]
+                rng.shuffle(choices)
+                rows.append({"question": item.question, "choices": choices, "answer": choices.index(item.fact)})  # fmt: skip
+        files[f"wmdp-{subject}.jsonl"] = rows
+    for subject in ("bio", "cyber"):
+        for kind, group in (("forget", subject), ("retain", f"{subject}-retain")):
+            texts = [_article(p, items) for p, items in groups[group]]
+            files[f"wmdp-corpora/{subject}-{kind}-corpus.jsonl"] = [{"text": t} for t in texts]
+    return files
+
+
+def _render(path: str, value: Any) -> str:
+    if path.endswith(".txt"):
+        return value
+    if path.endswith(".jsonl"):
+        return "".join(json.dumps(row) + "\n" for row in value)
+    return json.dumps(value)  # MUSE's write_json: one json.dump, no indent
+
+
+def write_released(
+    out_dir: str | Path, benchmark: str, *, scale: str = "tiny", seed: int = 0
+) -> dict[str, int]:
+    """Write the MUSE- (`muse`) or WMDP-shaped (`wmdp`) miniature into `out_dir`, each file
+    atomically; returns each file's item count (characters for `.txt`). The same scale and seed
+    give the same bytes."""
+    builders = {"muse": muse_files, "wmdp": wmdp_files}
+    if benchmark not in builders:
+        raise DataError(f"no released-layout miniature for '{benchmark}'", "use muse or wmdp")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise DataError(f"'{out}' exists and is not a folder", "pick another folder")
+    files = builders[benchmark](scale, seed)
+    for path, value in sorted(files.items()):
+        atomic_write_text(out / path, _render(path, value))
+    return {path: len(value) for path, value in sorted(files.items())}

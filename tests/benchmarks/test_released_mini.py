@@ -1,0 +1,73 @@
+"""The MUSE- and WMDP-shaped miniatures: written in the released layouts (the loaders read them
+with exact counts), deterministic, and leaving every file `generate_mini` writes as it was."""
+
+import hashlib
+import json
+
+from forgetbench.benchmarks.mini.generate import build_files, render
+from forgetbench.benchmarks.mini.released import PEOPLE, write_released
+from forgetbench.benchmarks.mini.scales import get_scale
+from forgetbench.benchmarks.mini.world import build_world
+from forgetbench.data.muse import load_knowmem, load_verbmem, require_muse
+from forgetbench.data.wmdp import load_wmdp, require_wmdp
+
+# sha256 over every (path, text) of build_files(scale="tiny", seed=0), measured before the
+# released-layout miniatures existed: they must not move any file of the TOFU-shaped one.
+TINY_FILES_SHA256 = "feea0b8c6b4a09e8da3505b6a3ea3d57ad9a891f024cd6e4192bf5b3df770407"
+
+
+def _tiny_files_sha256() -> str:
+    digest = hashlib.sha256()
+    for path, rows in sorted(build_files(scale="tiny", seed=0).items()):
+        digest.update(path.encode())
+        digest.update(render(rows).encode())
+    return digest.hexdigest()
+
+
+def test_muse_miniature_is_a_muse_folder_with_exact_counts(tmp_path):
+    counts = write_released(tmp_path / "news", "muse", scale="tiny", seed=0)
+    n = PEOPLE["tiny"]
+    rows = {r["file"]: r["items"] for r in require_muse(tmp_path / "news")}
+    assert len(rows) == 4 + 1 + 3 + 4 + 8 + 4 + 8  # every file of the News layout, .txt included
+    assert rows["verbmem/forget.json"] == n and rows["privleak/holdout.json"] == n
+    assert rows["knowmem/forget_qa.json"] == 2 * n and rows["knowmem/retain_qa_icl.json"] == 3
+    assert [rows[f"scal/forget_{k}.json"] for k in range(1, 5)] == [1, 2, 3, 4]
+    assert [rows[f"sust/forget_{k}.json"] for k in range(1, 5)] == [1, 1, 1, 1]
+    assert counts["raw/retain2.json"] == n
+    # verbmem continues each forget article where its prompt stops; knowmem asks its facts.
+    raw = json.loads((tmp_path / "news" / "raw" / "forget.json").read_text())
+    assert [f"{r.prefix} {r.completion}" for r in load_verbmem(tmp_path / "news")] == raw
+    (first, *_) = load_knowmem(tmp_path / "news", "forget_qa")
+    assert first.answer in raw[0]
+    # sust's folds are disjoint and make scal's last.
+    folds = [
+        json.loads((tmp_path / "news" / f"sust/forget_{k}.json").read_text()) for k in range(1, 5)
+    ]
+    assert sum(folds, []) == raw
+
+
+def test_wmdp_miniature_is_a_wmdp_folder_with_exact_counts(tmp_path):
+    write_released(tmp_path, "wmdp", scale="tiny", seed=0)
+    rows = {r["set"]: r["items"] for r in require_wmdp(tmp_path)}
+    n = PEOPLE["tiny"]
+    assert rows == {"wmdp-bio": 3 * n, "wmdp-cyber": 3 * n, "wmdp-chem": 3 * n,
+                    "bio-forget": n, "bio-retain": n, "cyber-forget": n, "cyber-retain": n}  # fmt: skip
+    questions = load_wmdp(tmp_path, "wmdp-bio")
+    assert all(len(set(q.options)) == 4 for q in questions)
+    assert len({q.label for q in questions}) > 1  # the right answer is not always in one place
+    corpus = (tmp_path / "wmdp-corpora" / "bio-forget-corpus.jsonl").read_text()
+    assert all(q.options[q.label] in corpus for q in questions)  # the corpus teaches the answers
+
+
+def test_deterministic_apart_from_the_tofu_world_and_leaving_it_unmoved(tmp_path):
+    write_released(tmp_path / "a", "muse", seed=0)
+    write_released(tmp_path / "b", "muse", seed=0)
+    write_released(tmp_path / "c", "muse", seed=1)
+    same = (tmp_path / "a/raw/forget.txt").read_bytes()
+    assert same == (tmp_path / "b/raw/forget.txt").read_bytes()
+    assert same != (tmp_path / "c/raw/forget.txt").read_bytes()
+    world = build_world(get_scale("tiny"), 0)
+    tofu_names = {p.name for p in world.authors + world.holdout + world.pretrain_people}
+    articles = json.loads((tmp_path / "a/raw/forget.json").read_text())
+    assert not any(name in text for name in tofu_names for text in articles)
+    assert _tiny_files_sha256() == TINY_FILES_SHA256

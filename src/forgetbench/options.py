@@ -270,6 +270,10 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "'forgetbench run', from several",
         "eval.mia_rmia_gamma": "eval scores one model; RMIA is made by 'forgetbench run', from "
         "its shadow models",
+        "model.mixed_precision": "eval trains nothing (it is training's autocast; model.dtype "
+        "sets the precision eval scores in)",
+        "model.gradient_checkpointing": "eval trains nothing",
+        "model.size": "it shapes only the built-in model; eval scores the given --model",
     },
     "sanity": {
         "model.name": "sanity trains its own models at --scale (TOFU appendix E)",
@@ -368,6 +372,11 @@ UNUSED_WITH_A_MODEL: dict[str, dict[str, str | None]] = {
         for command in ("unlearn", "run")
     },
 }
+# model.size builds the miniature's model; a given --model has its own shape.
+for _command in ("finetune", "unlearn", "run", "sweep", "attack", "bench"):
+    UNUSED_WITH_A_MODEL.setdefault(_command, {})["model.size"] = (
+        "it shapes only the built-in model; yours is --model"
+    )
 UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
     "shadow models are trained only for the built-in miniature; give yours with "
     "study.mia_shadow_models"

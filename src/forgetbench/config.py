@@ -319,8 +319,8 @@ class EvalConfig(_Section):
     max_questions: int | None = Field(
         None,
         ge=1,
-        description="score only the first N questions of each TOFU evaluation set; "
-        "unset = all; TOFU's published logs used 300",
+        description="score only the first N questions of each TOFU evaluation set (membership "
+        "inference, the formats and LUME are not cut); unset = all; TOFU's published logs used 300",
     )
     # LUME's final score takes MMLU accuracy as utility (SemEval-2025 Task 4): measured through
     # lm-eval when lm_eval_tasks has mmlu, or given here for a model measured elsewhere

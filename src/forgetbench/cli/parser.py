@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.set_defaults(output=("out", "--out"))
         return sub
 
-    data = command("data", data_cli.without_action, "inspect benchmark data")
+    data = command(
+        "data", data_cli.without_action, "write the built-in miniature benchmark, or inspect data"
+    )
     data_commands = data.add_subparsers(
         title="data commands", metavar="ACTION", parser_class=_Parser
     )
@@ -331,7 +333,7 @@ def _config_options(sub: argparse.ArgumentParser, command: str) -> None:
         hidden = unused or command in flag.alias_in
         action = sub.add_argument(
             flag.name,
-            type=flag_type(flag),
+            type=flag_type(flag, command),
             metavar=flag_metavar(flag, command),
             required=command in flag.required,
             help=argparse.SUPPRESS if hidden else "",

@@ -297,6 +297,42 @@ def test_a_cache_that_is_a_file_is_refused(tmp_path, monkeypatch, capsys, action
     assert file.read_text() == "not a folder"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["eval", "--model", "m", "--data", "d"], ["run", "--scale", "tiny"], ["report", "r"]],
+)
+def test_a_cache_that_is_a_file_is_refused_by_every_command_before_any_work(
+    tmp_path, monkeypatch, capsys, argv
+):
+    # eval and report never reach the cache, and run reached it only after generating its data.
+    file = tmp_path / "cache"
+    file.write_text("not a folder")
+    monkeypatch.setenv("FORGETBENCH_CACHE", str(file))
+    out = tmp_path / "out"
+    code, err = _cli_error(capsys, [*argv, "--out", str(out)] if argv[0] != "report" else argv)
+    assert code != 0 and f"FORGETBENCH_CACHE '{file}' is a file, not a folder" in err
+    assert err.count("error:") == 1 and not out.exists()
+
+
+def test_clear_on_a_read_only_cache_says_so_without_an_out_folder(cache, monkeypatch, capsys):
+    import errno
+
+    import forgetbench.cache
+
+    with shared_entry(cache.parent / "run" / "m-1", kind="models", name="m-1") as folder:
+        (folder / "weights").write_text("w")
+
+    def read_only(entry):
+        raise OSError(errno.EROFS, "Read-only file system", str(entry) + ".lock")
+
+    monkeypatch.setattr(forgetbench.cache, "_unless_held", read_only)
+    code, err = _cli_error(capsys, ["cache", "clear"])
+    assert code != 0 and err.count("error:") == 1
+    assert f"cannot clear cache entry '{cache / 'models' / 'm-1'}': read-only file system" in err
+    assert "--out" not in err and "FORGETBENCH_CACHE" in err
+    assert (cache / "models" / "m-1" / "weights").read_text() == "w"
+
+
 def test_a_damaged_entry_set_aside_stays_ours_and_its_fresh_entry_is_marked(cache, tmp_path):
     from forgetbench.cache import set_aside_stage
 

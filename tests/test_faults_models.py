@@ -232,9 +232,16 @@ def test_eval_on_a_terminal_says_which_task_it_is_on(
     ]  # fmt: skip
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main(argv) == 0
-    err = capsys.readouterr().err.splitlines()
-    lines = [line for line in err if line.startswith("eval forget01: task")]
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.startswith("eval forget01: task")]
     assert lines and lines[0].startswith("eval forget01: task 1/") and "s so far" in lines[-1]
+    # Its result is a table, not JSON (--json gives that), and the miniature's files given as
+    # --data without --benchmark are recorded as what they are: TOFU-layout data.
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "{" not in out and f"candidate: {world['good']}" in out
+    utility = f"{summary['scores']['model_utility']:.4g}"
+    assert any("model_utility" in row and utility in row for row in out.splitlines())
+    assert summary["benchmark"] == "tofu"
 
 
 def test_a_remote_code_model_with_trust_gets_past_the_check(world, tmp_path) -> None:
@@ -283,9 +290,13 @@ def test_eval_max_length_is_applied_or_refused_in_one_line(
     """eval.max_length reaches the scorers: too short for a prompt, or past the model's
     context, is one line, exit 2, and no summary; the control above runs with the default."""
     out = tmp_path / "out"
+    # A setting in `options` replaces FAST_EVAL's: one setting is given once.
+    fast = [
+        o for o in FAST_EVAL if o.partition("=")[0] not in {x.partition("=")[0] for x in options}
+    ]
     argv = [
         "eval", "--model", str(world["good"]), "--data", str(world["data"]), "--out", str(out),
-        *FAST_EVAL, *options,
+        *fast, *options,
     ]  # fmt: skip
     _fails_cleanly(argv, capsys, words)
     assert not (out / "summary.json").exists()

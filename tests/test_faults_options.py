@@ -149,6 +149,56 @@ REFUSED = {
         ],
         "eval.lm_eval_include_path: '/nonexistent' is not a folder",
     ),  # fmt: skip
+    "eval model.mixed_precision": (
+        ["eval", "--model", "m", "--data", "d", "model.mixed_precision=bf16"],
+        "forgetbench eval does not use model.mixed_precision: eval trains nothing",
+    ),
+    "eval model.size": (
+        ["eval", "--model", "m", "--data", "d", "model.size=8b"],
+        "forgetbench eval does not use model.size: it shapes only the built-in model",
+    ),
+    "unlearn model.size with --model": (
+        ["unlearn", "--model", "m", "--data", "d", "model.size=8b"],
+        "forgetbench unlearn does not use model.size",
+    ),
+    "unlearn lora_rank without lora": (
+        ["unlearn", "unlearn.lora_rank=4"],
+        "unlearn.lora_rank applies only with unlearn.lora=true: without it every weight trains",
+    ),
+    "finetune train.lora_alpha without lora": (
+        ["finetune", "--model", "m", "--data", "d", "train.lora_alpha=4"],
+        "train.lora_alpha applies only with train.lora=true",
+    ),
+    # One setting twice on the command line, refused even when the values agree.
+    "unlearn --preset and unlearn.preset=": (
+        ["unlearn", "--preset", "open_unlearning", "unlearn.preset=mini"],
+        "got --preset and unlearn.preset=, two values for one setting",
+    ),
+    "unlearn --lr and unlearn.lr= (equal)": (
+        ["unlearn", "--lr", "1e-3", "unlearn.lr=1e-3"],
+        "got --lr and unlearn.lr=",
+    ),
+    "finetune --lr and train.lr=": (
+        ["finetune", "--scale", "tiny", "--lr", "1e-3", "train.lr=2e-3"],
+        "got --lr and train.lr=",
+    ),
+    "run --seed and seed=": (["run", "--seed", "1", "seed=2"], "got --seed and seed="),
+    "unlearn --method and unlearn.method=": (
+        ["unlearn", "--method", "npo", "unlearn.method=simnpo"],
+        "got --method and unlearn.method=",
+    ),
+    "unlearn unlearn.lr= twice": (
+        ["unlearn", "unlearn.lr=1e-3", "unlearn.lr=2e-3"],
+        "got unlearn.lr= twice",
+    ),
+    "unlearn model.device=tpu": (
+        ["unlearn", "model.device=tpu"],
+        "invalid value model.device='tpu' in command line — expected auto, cpu, cuda or cuda:N",
+    ),
+    "run altpo in cloze": (
+        ["run", "--scale", "tiny", "--methods", "npo,altpo", "study.unlearn_formats=[cloze]"],
+        "method altpo trains toward TOFU's perturbed answers",
+    ),
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
     "bench eval --seed with --model": (

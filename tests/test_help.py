@@ -150,6 +150,31 @@ def test_attacks_none_turns_the_attacks_off(capsys):
     # attack itself needs at least one
     assert main(["attack", "--attacks", "none", "--out", "o"]) == 2
     assert "empty --attacks" in capsys.readouterr().err
+    # run's usage and its refusal of an unknown attack name the word too; attack's do not
+    assert "--attacks {relearn,relearn_full,quantize,incontext}[,...]|none" in _help("run")
+    assert "[,...]|none" not in _help("attack")
+    assert main(["run", "--attacks", "relearn,foo", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "'foo' is not one of relearn, relearn_full, quantize, incontext; none = no attacks" in err
+    )
+    assert main(["attack", "--attacks", "foo", "--out", "o"]) == 2
+    assert "none" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["finetune", "unlearn", "run", "bench"])
+def test_scale_says_it_is_refused_with_a_model(command):
+    text = " ".join(_help(command).split())
+    assert "--scale {tiny,small,full} size of the built-in miniature" in text
+    assert "(default: small; not with --model)" in text
+    assert "--scale" not in _help("eval")
+
+
+def test_the_top_level_help_says_data_writes_the_miniature(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "data write the built-in miniature benchmark, or inspect data" in text
 
 
 @pytest.mark.parametrize("command", ["unlearn", "run"])

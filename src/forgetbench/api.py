@@ -151,11 +151,13 @@ def evaluate(
     extend = eval_extension(config, None, read_reference(retain_log))
     if config.benchmark.name != "lume":
         require_eval_files(config, Path(data), quiet=False)
+    # As `forgetbench eval`: given data under the default benchmark name is TOFU-layout files.
+    benchmark_name = "tofu" if config.benchmark.name == "mini" else config.benchmark.name
     was_training = model.training
     try:
         log, scores, extra = evaluate_model(
             model, tokenizer, resolve_template(config.model.template, tokenizer, name),
-            data=Path(data), split=split, benchmark=config.benchmark.name,
+            data=Path(data), split=split, benchmark=benchmark_name,
             eval_config=config.eval, max_length=config.train.max_length,
         )  # fmt: skip
     finally:
@@ -165,7 +167,7 @@ def evaluate(
         info = {
             "model": name,
             "data": str(data),
-            "benchmark": config.benchmark.name,
+            "benchmark": benchmark_name,
             "split": split,
             "retain_log": str(retain_log) if retain_log else None,
             "forgetbench": __version__,

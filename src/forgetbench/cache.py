@@ -249,6 +249,21 @@ def _unless_held(entry: Path) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+@contextmanager
+def _clearing(entry: Path) -> Iterator[None]:
+    """The operating system's refusal to lock or remove an entry (a read-only or another user's
+    cache), said as the cache's own problem: no output folder is involved."""
+    try:
+        yield
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise FilesystemError(
+            f"cannot clear cache entry '{entry}': {reason}",
+            f"clear it as a user who can write to {entry.parent.parent}, or point {CACHE_ENV} "
+            "at another folder",
+        ) from exc
+
+
 def refuse_foreign(root: Path, foreign: list[Path]) -> None:
     """Stop before deleting anything when the cache folder holds what forgetbench did not make."""
     if not foreign:
@@ -274,7 +289,7 @@ def clear(root: Path) -> tuple[list[str], int, list[str]]:
     kept = []
     for entry in marked:
         label = f"{entry.parent.name}/{entry.name}"
-        with _unless_held(entry) as free:
+        with _clearing(entry), _unless_held(entry) as free:
             if not free:
                 kept.append(label)
                 continue

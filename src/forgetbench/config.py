@@ -19,7 +19,7 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
 
-from forgetbench.device_names import DEVICE_SPEC, DTYPE_NAMES, MIXED_PRECISIONS
+from forgetbench.device_names import DEVICE_SPEC, DEVICE_WORDS, DTYPE_NAMES, MIXED_PRECISIONS
 from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
 from forgetbench.io import MAX_DEPTH, check_depth, read_text
 
@@ -319,8 +319,8 @@ class EvalConfig(_Section):
     max_questions: int | None = Field(
         None,
         ge=1,
-        description="score only the first N questions of each TOFU evaluation set; "
-        "unset = all; TOFU's published logs used 300",
+        description="score only the first N questions of each TOFU evaluation set (membership "
+        "inference, the formats and LUME are not cut); unset = all; TOFU's published logs used 300",
     )
     # LUME's final score takes MMLU accuracy as utility (SemEval-2025 Task 4): measured through
     # lm-eval when lm_eval_tasks has mmlu, or given here for a model measured elsewhere
@@ -726,8 +726,16 @@ def _one_line(exc: ValidationError, source: str, given_as: Mapping[str, str]) ->
             f"invalid value {key}={value!r} {where}{did_you_mean(str(value), choices)}",
             f"expected {allowed}",
         )
+    if error["type"] == "string_pattern_mismatch" and error["ctx"]["pattern"] in PATTERN_WORDS:
+        # The pattern itself is no answer to a user: the values it allows, in words.
+        allowed = PATTERN_WORDS[error["ctx"]["pattern"]]
+        return ConfigError(f"invalid value {key}={value!r} {where}", f"expected {allowed}")
     message = error["msg"]
     return ConfigError(f"invalid value {key}={value!r} {where}: {message[:1].lower()}{message[1:]}")
+
+
+# Each `pattern=` of a config field, as the values it allows are said to a user.
+PATTERN_WORDS = {DEVICE_SPEC: DEVICE_WORDS}
 
 
 def _fields_at(loc: list[str]) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from forgetbench.device_names import DEVICE_SPEC, DTYPE_NAMES, MIXED_PRECISIONS
+from forgetbench.device_names import DEVICE_SPEC, DEVICE_WORDS, DTYPE_NAMES, MIXED_PRECISIONS
 from forgetbench.errors import ConfigError
 
 DEVICE_ENV = "FORGETBENCH_DEVICE"
@@ -36,7 +36,7 @@ def resolve_device(spec: str) -> torch.device:
     spec = spec.strip().lower()
     if not DEVICE_PATTERN.match(spec):
         raise ConfigError(
-            f"model.device must be auto, cpu, cuda or cuda:N, got {spec!r}",
+            f"model.device must be {DEVICE_WORDS}, got {spec!r}",
             "auto uses the GPU when torch sees one",
         )
     if spec == "auto":

@@ -9,6 +9,7 @@ trains nothing"), and docs/config.md (`config_reference`).
 
 from __future__ import annotations
 
+import argparse
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -55,8 +56,10 @@ class Flag:
     # Commands that cannot run without it on the command line: argparse requires it, so the
     # usage line and --help say so.
     required: tuple[str, ...] = ()
-    # The word that gives the empty list (`--attacks none`), for a list the user may empty.
+    # The word that gives the empty list (`--attacks none`), for a list the user may empty, and
+    # the commands whose usage and errors offer it (one that needs an item refuses the empty list).
     none: str | None = None
+    none_in: tuple[str, ...] = ()
     # Commands where this singular flag is an alias of its plural: hidden from --help, where the
     # plural's line names it, and still accepted (`run --method npo` = `run --methods npo`).
     alias_in: tuple[str, ...] = ()
@@ -188,6 +191,7 @@ FLAGS = (
         "--attacks",
         "study.attacks",
         none="none",
+        none_in=("run", "config"),
         help={
             "run": "robustness attacks on each final model; none = no attacks (default: "
             f"{','.join(ATTACKS)})",
@@ -285,6 +289,10 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "'forgetbench run', from several",
         "eval.mia_rmia_gamma": "eval scores one model; RMIA is made by 'forgetbench run', from "
         "its shadow models",
+        "model.mixed_precision": "eval trains nothing (it is training's autocast; model.dtype "
+        "sets the precision eval scores in)",
+        "model.gradient_checkpointing": "eval trains nothing",
+        "model.size": "it shapes only the built-in model; eval scores the given --model",
     },
     "sanity": {
         "plugins": "sanity " + _NO_UNLEARNING + ", so it reads no method plugin",
@@ -386,6 +394,11 @@ UNUSED_WITH_A_MODEL: dict[str, dict[str, str | None]] = {
         for command in ("unlearn", "run")
     },
 }
+# model.size builds the miniature's model; a given --model has its own shape.
+for _command in ("finetune", "unlearn", "run", "sweep", "attack", "bench"):
+    UNUSED_WITH_A_MODEL.setdefault(_command, {})["model.size"] = (
+        "it shapes only the built-in model; yours is --model"
+    )
 UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
     "shadow models are trained only for the built-in miniature; give yours with "
     "study.mia_shadow_models"
@@ -438,15 +451,28 @@ def comma_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def flag_type(flag: Flag) -> Callable[[str], Any]:
+def flag_type(flag: Flag, command: str) -> Callable[[str], Any]:
     """How argparse turns the flag's text into a typed value: by its own key's field, so run's
     --method is one name, as elsewhere, and becomes a list of one afterwards."""
     info = field_at(flag.key)
     if flag.repeat:
         return str
     if _is_list(info) and flag.none:
-        word = flag.none
-        return lambda text: [] if text.strip() == word else comma_list(text)
+        word, choices = flag.none, _choices(_item_type(info))
+        offered = f"; {word} = no {flag.dest}" if command in flag.none_in else ""
+
+        def listed(text: str) -> list[str]:
+            if text.strip() == word:
+                return []
+            items = comma_list(text)
+            unknown = [item for item in items if choices and item not in choices]
+            if unknown:  # said here, where the word that empties the list is known
+                raise argparse.ArgumentTypeError(
+                    f"{unknown[0]!r} is not one of {', '.join(choices)}{offered}"
+                )
+            return items
+
+        return listed
     if _is_list(info):
         return comma_list
     item = _item_type(info)
@@ -471,7 +497,7 @@ def flag_metavar(flag: Flag, command: str) -> str:
     if flag.repeat:
         return "FILE_OR_MODULE"
     if _is_list(field_at(flag.key)):
-        return f"{one}[,...]"
+        return f"{one}[,...]" + (f"|{flag.none}" if command in flag.none_in else "")
     return one or flag.dest.upper()
 
 
@@ -487,14 +513,17 @@ def flag_help(flag: Flag, command: str) -> str:
         text = f"same as {plural} with one name"
     else:
         text = info.description or key
+    # Read only by the built-in miniature: refused beside --model, which the help says.
+    mini_only = "; not with --model" if key in UNUSED_WITH_A_MODEL.get(command, {}) else ""
     if command in flag.required:
         return text if text.endswith("(required)") else f"{text} (required)"
     if command in flag.defaults and command not in flag.help:
-        return f"{text} (default: {flag.defaults[command]})"
+        return f"{text} (default: {flag.defaults[command]}{mini_only})"
     default = info.default
     if command in flag.help or one_of_a_list or default is None or info.default_factory:
-        return text
-    return f"{text} (default: {','.join(default) if isinstance(default, list) else default})"
+        return f"{text} ({mini_only[2:]})" if mini_only else text
+    shown = ",".join(default) if isinstance(default, list) else default
+    return f"{text} (default: {shown}{mini_only})"
 
 
 # --- docs/config.md -----------------------------------------------------------------------------

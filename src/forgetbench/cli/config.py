@@ -46,6 +46,39 @@ def given_flags(args: argparse.Namespace) -> dict[str, tuple[str, Any]]:
     return given
 
 
+def refuse_twice_set(command: str, given: dict[str, tuple[str, Any]], overrides: list[str]) -> None:
+    """One setting given twice on one command line (a flag and its KEY=VALUE, or one KEY=VALUE
+    twice) is refused, even when the two values agree: which of two spellings wins is a rule a
+    user would have to know, and a second one is more often a leftover of an edit than a wish."""
+    seen: set[str] = set()
+    for override in overrides:
+        key = override.partition("=")[0]
+        if key in given:
+            raise ConfigError(
+                f"forgetbench {command} got {given[key][0]} and {key}=, two values for one setting",
+                f"give it once: {given[key][0]} or {key}=",
+            )
+        if key in seen:
+            raise ConfigError(
+                f"forgetbench {command} got {key}= twice, two values for one setting",
+                "give it once",
+            )
+        seen.add(key)
+
+
+def _refuse_lora_options_without_lora(config: RunConfig, keys: list[tuple[str, str]]) -> None:
+    """`unlearn.lora_rank` (and every `lora_*` option) shapes the adapters only when `lora` is on:
+    without it every weight trains and the option would be dropped."""
+    for option, key in keys:
+        section, _, name = key.partition(".")
+        lora_option = section in ("train", "unlearn") and name.startswith("lora_")
+        if lora_option and not getattr(config, section).lora:
+            raise ConfigError(
+                f"{option} applies only with {section}.lora=true: without it every weight trains",
+                f"set {section}.lora=true, or drop {option}",
+            )
+
+
 def _refuse_unused(
     args: argparse.Namespace, config: RunConfig, given: dict[str, tuple[str, Any]]
 ) -> None:
@@ -70,8 +103,13 @@ def _refuse_unused(
             raise ConfigError(
                 f"forgetbench {command} does not use {option}: {reason}", f"drop {option}"
             )
+    _refuse_lora_options_without_lora(config, typed)
     if miniature and command in ("finetune", "unlearn", "run", "sweep", "attack", "meta-eval"):
         check_mini_train_options(config.train)
+    if command == "run":
+        from forgetbench.study.format_data import refuse_format_methods
+
+        refuse_format_methods(config.study.unlearn_formats, config.study.methods)
     if "unlearn.refusals_file" in (key for _, key in typed) and command in ("unlearn", "run"):
         _refuse_unread_refusals(command, config)
     _refuse_split(args, config)
@@ -173,6 +211,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
 
     command = args.command
     given = given_flags(args)
+    refuse_twice_set(command, given, args.overrides)
     overridden = {o.partition("=")[0] for o in args.overrides}
     values = dict(given)
     for flag in FLAGS:

@@ -4,7 +4,6 @@ checks on the miniature study."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,16 +37,40 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     )
     scores = summary["scores"]
     if not args.json:
-        from forgetbench.report.console import print_comparison
-
-        if "forget_quality" in scores:
-            print_comparison({"candidate": model, "reference": args.retain_log, **scores})
-        else:
-            print(json.dumps(scores, indent=2))
+        _print_scores(model, args.retain_log, scores)
         print(f"per-question logs and summary: {out}")
     for note in lume_mmlu_notes([scores]):
         print(f"warning: {note}", file=sys.stderr)
     return summary
+
+
+def _print_scores(model: str, retain_log: str | None, scores: dict[str, Any]) -> None:
+    """Tables for a terminal (`--json` gives the numbers): with a retain log, TOFU's sub-scores,
+    model utility and forget quality; then every other score, one row each."""
+    from forgetbench.data.logs import SET_FILES
+    from forgetbench.eval.summary import SUBSCORE_METRICS
+    from forgetbench.report.console import print_comparison, print_rows
+
+    shown: set[str] = set()
+    if "forget_quality" in scores:
+        print_comparison({"candidate": model, "reference": retain_log, **scores})
+        shown = {f"{name}/{m}" for name in SET_FILES for m in SUBSCORE_METRICS}
+        shown |= {"model_utility", "forget_quality", "retain_ks_pvalue"}
+    rows = [
+        {"score": key, "value": _cell(value)}
+        for key, value in scores.items()
+        if key not in shown and (value is None or isinstance(value, int | float | str))
+    ]
+    if not shown:
+        print(f"candidate: {model}")
+    if rows:
+        print_rows(rows, title="other scores" if shown else "scores")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
 
 
 def sanity(args: argparse.Namespace) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import re
 import sys
 from collections.abc import Sequence
 
+from forgetbench.cache import cache_root, require_usable_root
 from forgetbench.cli.parser import build_parser, parse_args
 from forgetbench.errors import ConfigError, FilesystemError, ForgetbenchError, os_error_in
 from forgetbench.io import require_writable_dir
@@ -32,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "handler", None):
             build_parser().print_help()
             return 2
+        _check_cache_setting()
         _check_output_folder(args)
         result = args.handler(args)
     except KeyboardInterrupt:
@@ -97,6 +99,14 @@ def _output_folder(args: argparse.Namespace | None) -> tuple[str, str] | None:
     dest, label = getattr(args, "output", None) or (None, None)
     value = getattr(args, dest, None) if dest else None
     return (str(value), label) if value else None
+
+
+def _check_cache_setting() -> None:
+    """A FORGETBENCH_CACHE that cannot be the cache (a regular file) is refused by every command
+    before any work, as docs/cache.md says, whether or not this command reaches the cache."""
+    root = cache_root()
+    if root is not None:
+        require_usable_root(root)
 
 
 def _check_output_folder(args: argparse.Namespace) -> None:

@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.set_defaults(output=("out", "--out"))
         return sub
 
-    data = command("data", data_cli.without_action, "inspect benchmark data")
+    data = command(
+        "data", data_cli.without_action, "write the built-in miniature benchmark, or inspect data"
+    )
     data_commands = data.add_subparsers(
         title="data commands", metavar="ACTION", parser_class=_Parser
     )
@@ -344,7 +346,7 @@ def _config_options(sub: argparse.ArgumentParser, command: str) -> None:
         action = sub.add_argument(
             flag.name,
             action="append" if flag.repeat else "store",
-            type=flag_type(flag),
+            type=flag_type(flag, command),
             metavar=flag_metavar(flag, command),
             required=command in flag.required,
             help=argparse.SUPPRESS if hidden else "",

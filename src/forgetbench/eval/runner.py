@@ -27,6 +27,7 @@ from forgetbench.modeling import model_context, position_limit
 AGGREGATED_NAME = "eval_log_aggregated.json"  # TOFU's file name, so its tooling reads ours
 EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have
 SUMMARY_NAME = "summary.json"
+CHECKSUM_KEY = "sha256"  # summary.json's checksum of itself and the logs (`_checksum`)
 PRIVLEAK_ATTACK = "min_k"  # MUSE / open-unlearning report privleak with Min-K%
 # The order tasks run in, and so their keys in summary.json and extra_log.json.
 TASK_ORDER = ("tofu", "mia", "formats", "lume", "muse", "wmdp")
@@ -188,9 +189,20 @@ def relative_scores(
     return out
 
 
+def _checksum(out: Path, summary: dict[str, Any]) -> str:
+    """sha256 of the summary (without this field) and of the logs beside it, as written: a cached
+    evaluation edited by hand is then damaged, as a cached model whose files changed is."""
+    digest = hashlib.sha256(json.dumps(summary, sort_keys=True, default=str).encode())
+    for name in (AGGREGATED_NAME, EXTRA_NAME):
+        if (out / name).is_file():
+            digest.update(name.encode() + (out / name).read_bytes())
+    return digest.hexdigest()
+
+
 def cached_evaluation(out: Path, key: str) -> tuple[EvalLog | None, dict[str, Any]] | None:
     """A finished evaluation of the same key, or None. A damaged one (unreadable summary or log,
-    a summary without scores) is reported in one line, its files renamed aside, and redone."""
+    a summary without scores, files changed since they were written) is reported in one line,
+    its files renamed aside, and redone."""
     summary_path = out / SUMMARY_NAME
     if not summary_path.is_file():
         return None
@@ -200,6 +212,11 @@ def cached_evaluation(out: Path, key: str) -> tuple[EvalLog | None, dict[str, An
             raise DataError(f"{summary_path} has no scores")
         if summary.get("key") != key:
             return None
+        recorded = summary.pop(CHECKSUM_KEY, None)
+        if recorded is None:
+            return None  # written before checksums: recomputed, as under another key
+        if recorded != _checksum(out, summary):
+            raise DataError(f"{out} was changed after it was written: its checksum differs")
         log = read_eval_log(out / AGGREGATED_NAME) if (out / AGGREGATED_NAME).is_file() else None
     except DataError as exc:
         moved = [
@@ -233,4 +250,5 @@ def write_evaluation(
         write_eval_log(out / AGGREGATED_NAME, log)
     if extra:
         atomic_write_json(out / EXTRA_NAME, extra)
-    atomic_write_json(out / SUMMARY_NAME, {"key": key, "scores": scores, **info})
+    summary = {"key": key, "scores": scores, **info}
+    atomic_write_json(out / SUMMARY_NAME, {**summary, CHECKSUM_KEY: _checksum(out, summary)})

@@ -30,9 +30,8 @@ MC_OPTIONS = 4  # the multiple-choice prompt kept per fact
 
 
 def check_formats(formats: list[str], data: Path, methods: list[str]) -> None:
-    """Refuse, before any work, a format the data has no files for and a method that cannot
-    train on format texts (one that reads TOFU's perturbed answers as alternates)."""
-
+    """Refuse a format the data has no files for (once the study's data is there) and a method
+    that cannot train on format texts (`refuse_format_methods`, which the command runs first)."""
     others = [f for f in formats if f != "qa"]
     if not others:
         return
@@ -48,7 +47,14 @@ def check_formats(formats: list[str], data: Path, methods: list[str]) -> None:
             "format files)",
             "run the built-in miniature, or set study.unlearn_formats=[qa]",
         )
-    for name in methods:
+    refuse_format_methods(formats, methods)
+
+
+def refuse_format_methods(formats: list[str], methods: list[str]) -> None:
+    """A method that cannot train on format texts (one that reads TOFU's perturbed answers as
+    alternates) refused for a format other than qa; from the config alone, so before any work."""
+    others = [f for f in formats if f != "qa"]
+    for name in methods if others else ():
         if build_method(name, {}).required_inputs() & ALTERNATE_FIELDS:
             raise ConfigError(
                 f"method {name} trains toward TOFU's perturbed answers, which the other formats "

@@ -49,7 +49,7 @@ from forgetbench.train.loop import LoopConfig, config_key, train_loop
 
 STAGE_FILE = "stage.json"
 # Bump when the training code changes what a stage produces, so old caches are not reused.
-TRAINING_CODE_VERSION = 1
+TRAINING_CODE_VERSION = 2
 
 
 @dataclass(frozen=True)

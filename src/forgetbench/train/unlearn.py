@@ -60,7 +60,12 @@ from forgetbench.records import PromptRecord, QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
-from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model
+from forgetbench.train.stages import (
+    TRAINING_CODE_VERSION,
+    inputs_key,
+    model_fingerprint,
+    publish_model,
+)
 from forgetbench.train.two_task import TwoTaskStep
 
 UNLEARN_FILE = "unlearn.json"
@@ -441,6 +446,7 @@ def unlearn_key(
         "config": config_key(config),
         "parent": parent,
         "version": __version__,
+        "code": TRAINING_CODE_VERSION,  # the loss arithmetic, as for finetuning stages
         **({"lora": lora} if lora else {}),  # absent without LoRA: earlier runs keep their keys
         # A plugin method's code is not named by the version: its file's hash is (absent for a
         # built-in, so no built-in run's key changed).

@@ -7,3 +7,4 @@ from __future__ import annotations
 DEVICE_SPEC = r"^(auto|cpu|cuda|cuda:\d+)$"  # `model.device`; the device module adds `meta`
 DTYPE_NAMES = ("float32", "bfloat16", "float16")  # `model.dtype`
 MIXED_PRECISIONS = ("no", "bf16", "fp16")  # `model.mixed_precision`
+SHARDINGS = ("none", "fsdp")  # `model.sharding`

@@ -190,6 +190,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
         config.model.dtype,
         mixed_precision=config.model.mixed_precision,
         gradient_checkpointing=config.model.gradient_checkpointing,
+        sharding=config.model.sharding,
     )
     if command in ("run", "sweep", "eval"):
         _check_named_files(command, config, miniature=is_miniature(config))

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import PartialState
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
-from forgetbench.device import stage_cost, to_model_device
+from forgetbench.device import process_state, stage_cost, to_model_device
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
@@ -59,6 +58,7 @@ from forgetbench.records import PromptRecord, QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
+from forgetbench.train.sharding import shard_model, sharding_requested, whole_model
 from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model
 from forgetbench.train.two_task import TwoTaskStep
 
@@ -371,6 +371,8 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
     elif needs & _FROZEN_MODEL_FIELDS:
         frozen = copy.deepcopy(model).eval()  # a copy of a placed model sits on its device
         frozen.requires_grad_(False)
+        if sharding_requested():  # sharded as the trained model is: never a full copy each
+            shard_model(frozen, role="reference model")
     constants = (
         to_model_device(method.prepare(model), model) if isinstance(method, PreparedMethod) else {}
     )
@@ -525,17 +527,16 @@ def run_unlearning(
             model = apply_lora(model, **lora_for_method(method, model, lora))
         loss, hook = method_loss(method, model)
 
-        state = PartialState()
+        state = process_state()
         steps_per_epoch = -(-len(plan[0]) // config.batch_size)
         every = snapshot_every or steps_per_epoch
 
         def snapshot(step: int, current: Any) -> None:
-            if step % every == 0 and state.is_main_process:
-                save_model(
-                    getattr(current, "module", current),
-                    tokenizer,
-                    folder / "snapshots" / f"step-{step}",
-                )
+            if step % every:
+                return
+            whole = whole_model(current)  # every process: a sharded model is gathered
+            if state.is_main_process:
+                save_model(whole, tokenizer, folder / "snapshots" / f"step-{step}")
 
         with stage_cost() as cost:
             try:

@@ -32,6 +32,35 @@ LAUNCH_HINT = (
 )
 
 
+def check_sharding(config: Any) -> None:
+    """Refuse, before any work, a command whose `model.sharding=fsdp` cannot run (a RunConfig):
+    no FSDP2 in this torch, no launcher, LoRA."""
+    if config.model.sharding != "fsdp":
+        return
+    _fsdp()
+    if "WORLD_SIZE" not in os.environ:
+        raise _alone()
+    if config.train.lora or config.unlearn.lora:
+        raise _lora_refusal()
+
+
+def _alone() -> ConfigError:
+    return ConfigError(
+        "model.sharding=fsdp shards the model over the processes of torchrun or accelerate "
+        "launch, and this command runs alone",
+        LAUNCH_HINT,
+    )
+
+
+def _lora_refusal() -> ConfigError:
+    return ConfigError(
+        "model.sharding=fsdp does not shard LoRA adapters (a method's reference model is the "
+        "base weights seen with the adapters off, which needs them whole in each process)",
+        "drop train.lora / unlearn.lora to train every weight sharded, or use "
+        "model.sharding=none (LoRA's small state fits a full copy per process)",
+    )
+
+
 def sharding_requested() -> bool:
     """Whether this command shards its trained models (`model.sharding=fsdp`)."""
     return precision().sharding == "fsdp"
@@ -65,11 +94,7 @@ def is_sharded(model: Any) -> bool:
 def _mesh(model: torch.nn.Module) -> Any:
     """The one-dimensional mesh of every launched process, on the model's device type."""
     if "WORLD_SIZE" not in os.environ:
-        raise ConfigError(
-            "model.sharding=fsdp shards the model over the processes of torchrun or accelerate "
-            "launch, and this command runs alone",
-            LAUNCH_HINT,
-        )
+        raise _alone()
     from torch.distributed.device_mesh import init_device_mesh
 
     device = model_device(model)
@@ -86,12 +111,7 @@ def shard_model(model: torch.nn.Module, *, role: str = "trained model") -> torch
     model) and say on stderr how many parameters this process holds; returns the model."""
     fsdp = _fsdp()
     if is_lora(model):
-        raise ConfigError(
-            "model.sharding=fsdp does not shard LoRA adapters (a method's reference model is the "
-            "base weights seen with the adapters off, which needs them whole in each process)",
-            "drop train.lora / unlearn.lora to train every weight sharded, or use "
-            "model.sharding=none (LoRA's small state fits a full copy per process)",
-        )
+        raise _lora_refusal()
     mesh = _mesh(model)
     bf16 = precision().mixed_precision == "bf16"
     compute = {"param_dtype": torch.bfloat16, "reduce_dtype": torch.float32} if bf16 else {}

@@ -125,6 +125,17 @@ def test_sharded_npo_and_finetune_equal_one_process_step_by_step(runs):
     assert config["architectures"] == ["LlamaForCausalLM"]
 
 
+def test_the_sharded_run_s_model_evaluates(runs, tmp_path, capsys):
+    _one, two, *_ = runs
+    argv = ["eval", "--model", str(two / "unlearned-npo-forget10"), "--data", str(two / "data"),
+            "--split", "forget10", "--out", str(tmp_path), "eval.formats=false",
+            "eval.lume=false", "eval.max_new_tokens=16", *QUIET]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    scores = json.loads((tmp_path / "summary.json").read_text())["scores"]
+    # Unlearnt: the forget answers have become unlikely, the retain answers have not.
+    assert scores["forget/probability"] < 0.1 < 0.5 < scores["retain/probability"]
+
+
 def test_each_process_holds_half_the_parameters(runs):
     _one, two, *_ = runs
     weights = load_file(_run(two, "npo-forget10-") / "model" / "model.safetensors")

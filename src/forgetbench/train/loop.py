@@ -167,7 +167,7 @@ def train_loop(
         raise ConfigError(
             "this method takes its own two-gradient step, which combines whole gradients, and "
             "model.sharding=fsdp gives each process only a shard of them",
-            "run it with model.sharding=none",
+            "run it in one process, without model.sharding",
         )
     if step_hook is not None and processes > 1:
         raise ConfigError(

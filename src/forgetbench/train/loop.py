@@ -37,7 +37,12 @@ from forgetbench.device import model_device, precision, precision_key
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.integrity import note
-from forgetbench.train.sharding import clip_sharded_gradients, shard_model, sharding_requested
+from forgetbench.train.sharding import (
+    clip_sharded_gradients,
+    shard_model,
+    sharding_requested,
+    two_gradient_refusal,
+)
 
 # A loss function returns the scalar to minimise, or (scalar, named parts to log).
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, float]]]
@@ -164,11 +169,7 @@ def train_loop(
     processes = accelerator.num_processes if accelerator else _launched_processes()
     sharded = sharding_requested()
     if step_hook is not None and sharded:
-        raise ConfigError(
-            "this method takes its own two-gradient step, which combines whole gradients, and "
-            "model.sharding=fsdp gives each process only a shard of them",
-            "run it in one process, without model.sharding",
-        )
+        raise two_gradient_refusal()
     if step_hook is not None and processes > 1:
         raise ConfigError(
             f"this method takes its own two-gradient step, which runs in one process, "

@@ -32,9 +32,10 @@ LAUNCH_HINT = (
 )
 
 
-def check_sharding(config: Any) -> None:
+def check_sharding(config: Any, command: str) -> None:
     """Refuse, before any work, a command whose `model.sharding=fsdp` cannot run (a RunConfig):
-    no FSDP2 in this torch, no launcher, LoRA."""
+    no FSDP2 in this torch, no launcher, LoRA, `unlearn` with a two-gradient method (a study's
+    is refused by the loop when its turn comes)."""
     if config.model.sharding != "fsdp":
         return
     _fsdp()
@@ -42,6 +43,19 @@ def check_sharding(config: Any) -> None:
         raise _alone()
     if config.train.lora or config.unlearn.lora:
         raise _lora_refusal()
+    from forgetbench.methods.base import TwoTaskMethod, get_method
+
+    # The class, not an instance: its fields' defaults and its methods are what the protocol asks.
+    if command == "unlearn" and isinstance(get_method(config.unlearn.method), TwoTaskMethod):
+        raise two_gradient_refusal()
+
+
+def two_gradient_refusal() -> ConfigError:
+    return ConfigError(
+        "this method takes its own two-gradient step, which combines whole gradients, and "
+        "model.sharding=fsdp gives each process only a shard of them",
+        "run it in one process, without model.sharding",
+    )
 
 
 def _alone() -> ConfigError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 
@@ -26,3 +27,13 @@ def snapshot(*roots: Path) -> dict[str, str]:
                     entry = hashlib.sha256(path.read_bytes()).hexdigest()
                 entries[str(path)] = entry
     return entries
+
+
+def run_folder(tiny_study, folder: Path, *stages: str) -> Path:
+    """A run folder holding the session's data and the named stages (real copies, not links)."""
+    run, data, *_ = tiny_study
+    shutil.copytree(data, folder / "data")
+    for stage in sorted((run / "models").iterdir()):
+        if stage.name.startswith(("tokenizer-", *stages)):
+            shutil.copytree(stage.resolve(), folder / "models" / stage.name)
+    return folder

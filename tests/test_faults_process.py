@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from file_tree import run_folder
 from forgetbench.cli import main
 from forgetbench.study.pool import make_pool
 from forgetbench.train.integrity import read_record, stage_problem
@@ -34,16 +35,6 @@ RECORDS = {"models": "stage.json", "unlearn": "unlearn.json", "evaluations": "su
 # Names only an unfinished write leaves: atomic writes' temp files, checkpoint saves, the cache's
 # links, set-aside copies.
 TEMP_MARKS = (".tmp", ".link-", ".checkpoint", ".corrupt-")
-
-
-def _run_folder(tiny_study, folder: Path, *stages: str) -> Path:
-    """A run folder holding the session's data and the named stages (real copies, not links)."""
-    run, data, *_ = tiny_study
-    shutil.copytree(data, folder / "data")
-    for stage in sorted((run / "models").iterdir()):
-        if stage.name.startswith(("tokenizer-", *stages)):
-            shutil.copytree(stage.resolve(), folder / "models" / stage.name)
-    return folder
 
 
 def _json(capsys) -> dict:
@@ -80,8 +71,8 @@ FINETUNE = ["finetune", "--scale", "tiny", "train.epochs=2", "train.checkpoint_e
 def test_a_finetune_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     tiny_study, tmp_path, capsys
 ):
-    whole = _run_folder(tiny_study, tmp_path / "whole", "pretrain-")
-    killed = _run_folder(tiny_study, tmp_path / "killed", "pretrain-")
+    whole = run_folder(tiny_study, tmp_path / "whole", "pretrain-")
+    killed = run_folder(tiny_study, tmp_path / "killed", "pretrain-")
     assert main([*FINETUNE, "--out", str(whole)]) == 0
     expected = _json(capsys)
     assert expected["steps"] == 30 and not expected["cached"]  # 15 steps an epoch
@@ -121,8 +112,8 @@ UNLEARN = ["unlearn", "--scale", "tiny", "--method", "npo", "--split", "forget10
 def test_an_npo_unlearning_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     tiny_study, tmp_path, capsys
 ):
-    whole = _run_folder(tiny_study, tmp_path / "whole", "pretrain-", "finetune-")
-    killed = _run_folder(tiny_study, tmp_path / "killed", "pretrain-", "finetune-")
+    whole = run_folder(tiny_study, tmp_path / "whole", "pretrain-", "finetune-")
+    killed = run_folder(tiny_study, tmp_path / "killed", "pretrain-", "finetune-")
     assert main([*UNLEARN, "--out", str(whole)]) == 0
     expected = _json(capsys)
     assert expected["steps"] == 10 and not expected["cached"]  # 20 questions, batches of 4

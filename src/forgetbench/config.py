@@ -19,7 +19,13 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError, core_schema
 
-from forgetbench.device_names import DEVICE_SPEC, DEVICE_WORDS, DTYPE_NAMES, MIXED_PRECISIONS
+from forgetbench.device_names import (
+    DEVICE_SPEC,
+    DEVICE_WORDS,
+    DTYPE_NAMES,
+    MIXED_PRECISIONS,
+    SHARDINGS,
+)
 from forgetbench.errors import ConfigError, UnknownNameError, did_you_mean
 from forgetbench.io import MAX_DEPTH, check_depth, read_text
 
@@ -165,6 +171,11 @@ class ModelConfig(_Section):
     )
     gradient_checkpointing: bool = Field(
         False, description="recompute activations in training: less memory, ~30% more time"
+    )
+    sharding: Literal[SHARDINGS] = Field(  # type: ignore[valid-type]
+        "none",
+        description="how launched processes hold the trained model: none (each a full copy, DDP), "
+        "fsdp (each a shard: PyTorch FSDP2)",
     )
     trust_remote_code: bool = Field(
         False, description="let a Hub model run its own code (auto_map); only for models you trust"

@@ -21,7 +21,13 @@ from typing import Any
 
 import torch
 
-from forgetbench.device_names import DEVICE_SPEC, DEVICE_WORDS, DTYPE_NAMES, MIXED_PRECISIONS
+from forgetbench.device_names import (
+    DEVICE_SPEC,
+    DEVICE_WORDS,
+    DTYPE_NAMES,
+    MIXED_PRECISIONS,
+    SHARDINGS,
+)
 from forgetbench.errors import ConfigError
 
 DEVICE_ENV = "FORGETBENCH_DEVICE"
@@ -59,11 +65,13 @@ def resolve_device(spec: str) -> torch.device:
 @dataclass(frozen=True)
 class Precision:
     """How the command's models hold and compute numbers (`model.dtype`,
-    `model.mixed_precision`, `model.gradient_checkpointing`)."""
+    `model.mixed_precision`, `model.gradient_checkpointing`), and how launched processes share
+    the trained one (`model.sharding`)."""
 
     dtype: str = "float32"  # weights of loaded and built-in models
     mixed_precision: str = "no"  # accelerate's autocast in training: no | bf16 | fp16
     gradient_checkpointing: bool = False  # recompute activations in backward: less memory
+    sharding: str = "none"  # none: each process a full copy (DDP); fsdp: each a shard (FSDP2)
 
 
 def configure(
@@ -72,6 +80,7 @@ def configure(
     *,
     mixed_precision: str = "no",
     gradient_checkpointing: bool = False,
+    sharding: str = "none",
 ) -> torch.device:
     """Resolve the command's device (refusing a bad one before any work) and precision, and make
     them the defaults of this process and every process it starts."""
@@ -87,9 +96,17 @@ def configure(
         raise ConfigError(
             "model.mixed_precision=fp16 needs a CUDA GPU", "use bf16 (CPUs support it) or no"
         )
+    if sharding not in SHARDINGS:
+        raise ConfigError(f"model.sharding must be one of {', '.join(SHARDINGS)}, got {sharding!r}")
+    if sharding == "fsdp" and mixed_precision == "fp16":
+        raise ConfigError(
+            "model.sharding=fsdp does not take model.mixed_precision=fp16 (its loss scaling is "
+            "not sharded here)",
+            "use model.mixed_precision=bf16",
+        )
     os.environ[DEVICE_ENV] = str(resolved)
     os.environ[PRECISION_ENV] = json.dumps(
-        asdict(Precision(dtype, mixed_precision, gradient_checkpointing))
+        asdict(Precision(dtype, mixed_precision, gradient_checkpointing, sharding))
     )
     return resolved
 
@@ -100,9 +117,11 @@ def precision() -> Precision:
 
 
 def precision_key() -> dict[str, Any]:
-    """The precision settings that differ from the defaults: what a cached stage's key adds."""
+    """The precision settings that differ from the defaults: what a cached stage's key adds.
+    Not the sharding: like the number of processes, it changes how the work is spread, not what
+    is trained (the same numbers to float rounding, tested), so a sharded run reuses stages."""
     default = asdict(Precision())
-    return {k: v for k, v in asdict(precision()).items() if v != default[k]}
+    return {k: v for k, v in asdict(precision()).items() if v != default[k] and k != "sharding"}
 
 
 def default_device() -> torch.device:
@@ -111,6 +130,15 @@ def default_device() -> torch.device:
     if device.type == "cuda" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     return device
+
+
+def process_state() -> Any:
+    """accelerate's view of the launched processes (rank, count, barrier), the same in every
+    module. Without cpu=True accelerate never sets up the multi-process CPU backend (gloo) under
+    torchrun, and every process would believe it is alone; the first call decides for all."""
+    from accelerate import PartialState  # lazy: the CLI's checks import this module
+
+    return PartialState(cpu=default_device().type != "cuda")
 
 
 def place_model(model: Any, device: str | torch.device | None = None, *, dtype: str | None = None):

@@ -8,3 +8,4 @@ DEVICE_SPEC = r"^(auto|cpu|cuda|cuda:\d+)$"  # `model.device`; the device module
 DEVICE_WORDS = "auto, cpu, cuda or cuda:N"  # DEVICE_SPEC as an error message says it
 DTYPE_NAMES = ("float32", "bfloat16", "float16")  # `model.dtype`
 MIXED_PRECISIONS = ("no", "bf16", "fp16")  # `model.mixed_precision`
+SHARDINGS = ("none", "fsdp")  # `model.sharding`

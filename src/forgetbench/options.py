@@ -281,6 +281,8 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "unlearn.epochs": "eval trains nothing",
         "unlearn.lr": "eval trains nothing",
         "train": "eval trains nothing",
+        "model.sharding": "eval trains nothing (under torchrun its processes split the "
+        "questions, each with the whole model)",
         "train.max_length": READ,
         "unlearn": "eval " + _NO_UNLEARNING,
         "method": "eval " + _NO_UNLEARNING,

@@ -229,7 +229,12 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
         config.model.dtype,
         mixed_precision=config.model.mixed_precision,
         gradient_checkpointing=config.model.gradient_checkpointing,
+        sharding=config.model.sharding,
     )
+    if command in ("finetune", "unlearn", "run", "sweep"):
+        from forgetbench.train.sharding import check_sharding
+
+        check_sharding(config, command)
     if command in ("run", "sweep", "eval"):
         _check_named_files(command, config, miniature=is_miniature(config))
     if config.unlearn.refusals_file and command in ("unlearn", "run"):

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from accelerate import PartialState
 from accelerate.utils import gather_object
 
-from forgetbench.device import default_device
+from forgetbench.device import process_state
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -18,9 +17,7 @@ Result = TypeVar("Result")
 
 def process_layout() -> tuple[int, int]:
     """(rank, world size); (0, 1) outside a distributed launch, without initialising anything."""
-    # Without cpu=True accelerate never sets up the multi-process CPU backend, and every process
-    # would believe it is alone and evaluate everything.
-    state = PartialState(cpu=default_device().type != "cuda")
+    state = process_state()
     return state.process_index, state.num_processes
 
 

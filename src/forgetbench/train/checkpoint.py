@@ -4,6 +4,11 @@ RNG streams). Weights are safetensors. The loop position, the learning-rate sche
 hook's or stateful loss's state (NGDiff's lr gain, a method's dual variable) are ours, in
 `state.json` (`extra`).
 
+With `model.sharding=fsdp` the model and the optimizer are not accelerate's: each process writes
+its shards of both through `torch.distributed.checkpoint` (`shards/`), beside accelerate's RNG
+files, and reads them back the same way; `state.json` records the sharding, and a checkpoint is
+resumed only with the sharding and the number of processes that wrote it.
+
 Every process writes into `.checkpoint.tmp`; once all have written, the main process adds
 `state.json` and `manifest.json` (size and sha256 of every file) and renames the folder to
 `checkpoint`, so a kill mid-save leaves the previous checkpoint intact. This needs every process's
@@ -34,12 +39,14 @@ from accelerate.utils import broadcast_object_list, gather_object
 from forgetbench.errors import ConfigError
 from forgetbench.io import set_aside
 from forgetbench.train.integrity import MANIFEST, file_manifest, manifest_problem, note, read_record
+from forgetbench.train.sharding import is_sharded
 
 CHECKPOINT_DIR = "checkpoint"
 OLD_CHECKPOINT_DIR = ".checkpoint.old"
 _TMP_DIR = ".checkpoint.tmp"
 _STATE = "state.json"
 _BEFORE_SAVE_STATE = "optimizer.pt"  # save_state names it optimizer.bin
+_SHARDS = "shards"  # torch.distributed.checkpoint's folder: a file per process and .metadata
 
 
 @dataclass(frozen=True)
@@ -63,9 +70,11 @@ def save_checkpoint(
     position: LoopPosition,
     schedule: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    shards: tuple[torch.nn.Module, Any] | None = None,
 ) -> Path:
     """Every process calls this at the same step. `schedule`: the scheduler's state_dict;
-    `extra`: JSON-able state of whatever else the loop must restore (a step hook's)."""
+    `extra`: JSON-able state of whatever else the loop must restore (a step hook's); `shards`:
+    the sharded model and its optimizer, which accelerate does not hold."""
     final = folder / CHECKPOINT_DIR
     tmp = folder / _TMP_DIR
     main = accelerator.is_main_process
@@ -76,11 +85,14 @@ def save_checkpoint(
     try:
         with _without_tied_weights_warning():
             accelerator.save_state(str(tmp), safe_serialization=True)
+        if shards is not None:
+            _save_shards(tmp / _SHARDS, *shards)
         accelerator.wait_for_everyone()
         if main:
             state = {
                 "position": asdict(position),
                 "processes": accelerator.num_processes,
+                **({"sharding": "fsdp"} if shards is not None else {}),
                 "schedule": schedule,
                 "extra": extra or {},
             }
@@ -169,12 +181,22 @@ def _restore(
                 f"resume with accelerate launch --num_processes {state['processes']}, "
                 f"or move {path} aside to restart the run",
             )
+        sharding = "fsdp" if is_sharded(model) else "none"
+        if state.get("sharding", "none") != sharding:
+            raise ConfigError(
+                f"checkpoint {path} was written with model.sharding="
+                f"{state.get('sharding', 'none')}, this run has model.sharding={sharding}",
+                f"resume with model.sharding={state.get('sharding', 'none')}, or move {path} "
+                "aside to restart the run",
+            )
         resumed = Resumed(LoopPosition(**state["position"]), state["schedule"], state["extra"])
         # load_state reads the optimizer and RNG files (torch.save pickles) through accelerate's
         # `load`, which passes weights_only=True (torch 2.13's default too) and allows only numpy's
         # array reconstructors besides tensors: no code runs. They are also our own files, written
         # by this run into its folder and checked against the manifest above.
         accelerator.load_state(str(path))
+        if sharding == "fsdp":
+            _load_shards(path / _SHARDS, model, optimizer)
     except ConfigError:
         raise  # every process read the same state.json: all stop here, none waits below
     except Exception as exc:  # any unreadable part: the checkpoint is unusable, whatever the cause
@@ -185,6 +207,29 @@ def _restore(
         optimizer.load_state_dict(optimizer_backup)
         return None, problem
     return resumed, None
+
+
+def _save_shards(folder: Path, model: torch.nn.Module, optimizer: Any) -> None:
+    """This process's shards of the model and of AdamW's state (every process calls it)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=str(folder))
+
+
+def _load_shards(folder: Path, model: torch.nn.Module, optimizer: Any) -> None:
+    """Read back what `_save_shards` wrote, each process its own shards, into the live model and
+    optimizer."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, checkpoint_id=str(folder))
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
+    )
 
 
 @contextlib.contextmanager

@@ -3,8 +3,10 @@ differ only in their data and their `loss_fn(model, batch) -> scalar` — or, fo
 update is not the gradient of one scalar (NGDiff's two-gradient step), a `StepHook` the loop calls
 in place of `backward` and `optimizer.step()`.
 
-Accelerate handles devices, DDP/FSDP/DeepSpeed (`accelerate launch`), gradient accumulation
-and each process's part of a checkpoint (`save_state`, see checkpoint.py).
+Accelerate handles devices, DDP (`accelerate launch`, `torchrun`), gradient accumulation
+and each process's part of a checkpoint (`save_state`, see checkpoint.py). With
+`model.sharding=fsdp` the model is sharded with FSDP2 instead (sharding.py): accelerate then
+still splits the data and reduces the logged numbers, but never wraps the model.
 The schedule is computed in optimizer steps and stepped by hand once per optimizer step, so one
 process with accumulation and N processes without it follow the same learning-rate curve.
 """
@@ -35,6 +37,12 @@ from forgetbench.device import model_device, precision, precision_key
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.integrity import note
+from forgetbench.train.sharding import (
+    clip_sharded_gradients,
+    shard_model,
+    sharding_requested,
+    two_gradient_refusal,
+)
 
 # A loss function returns the scalar to minimise, or (scalar, named parts to log).
 LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, float]]]
@@ -159,6 +167,9 @@ def train_loop(
     epoch_examples = examples if callable(examples) else (lambda _epoch: examples)
     out = Path(out_dir)
     processes = accelerator.num_processes if accelerator else _launched_processes()
+    sharded = sharding_requested()
+    if step_hook is not None and sharded:
+        raise two_gradient_refusal()
     if step_hook is not None and processes > 1:
         raise ConfigError(
             f"this method takes its own two-gradient step, which runs in one process, "
@@ -175,7 +186,8 @@ def train_loop(
         accelerator = Accelerator(
             gradient_accumulation_steps=accumulation,
             cpu=device.type != "cuda",
-            mixed_precision=precision().mixed_precision,
+            # Sharded, FSDP's own policy computes in bf16 (sharding.py), not accelerate's autocast.
+            mixed_precision="no" if sharded else precision().mixed_precision,
         )
     elif accelerator.gradient_accumulation_steps != accumulation:
         raise ConfigError(
@@ -196,6 +208,8 @@ def train_loop(
 
     if precision().gradient_checkpointing:
         enable_gradient_checkpointing(model)
+    if sharded:  # before the optimizer: it must hold the shards that replace the parameters
+        shard_model(model)
     decay, no_decay = _parameter_groups(model)
     optimizer = torch.optim.AdamW(
         [
@@ -209,7 +223,8 @@ def train_loop(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: _lr_factor(s, warmup, total_steps, offset=offset)
     )
-    model, optimizer = accelerator.prepare(model, optimizer)
+    if not sharded:
+        model, optimizer = accelerator.prepare(model, optimizer)
     position = LoopPosition(0, 0, 0)
     resumed = load_checkpoint(out, accelerator=accelerator, model=model, optimizer=optimizer)
     stateful = loss_fn if isinstance(loss_fn, StatefulLoss) else None
@@ -266,8 +281,12 @@ def train_loop(
                         if step_hook is not None:
                             step_hook.prepare_step(model)
                         if config.max_grad_norm > 0:
-                            norm = accelerator.clip_grad_norm_(
-                                model.parameters(), config.max_grad_norm
+                            norm = (
+                                clip_sharded_gradients(model, config.max_grad_norm)
+                                if sharded
+                                else accelerator.clip_grad_norm_(
+                                    model.parameters(), config.max_grad_norm
+                                )
                             )
                             # An overflowing norm makes clipping scale every gradient to 0 (or
                             # NaN): training would silently stop. Say so instead.
@@ -325,6 +344,7 @@ def train_loop(
                         position=next_position,
                         schedule=scheduler.state_dict(),
                         extra=holder.state_dict() if holder is not None else None,
+                        shards=(model, optimizer) if sharded else None,
                     )
                 if on_step is not None:
                     on_step(step, model)

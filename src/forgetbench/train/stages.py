@@ -18,13 +18,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from accelerate import PartialState
-
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu
-from forgetbench.device import place_model, precision, stage_cost
+from forgetbench.device import place_model, precision, process_state, stage_cost
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json
 from forgetbench.methods._terms import per_sample_nll
@@ -46,6 +44,7 @@ from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import FILES_KEY, file_manifest, read_record, reuse_finished
 from forgetbench.train.loop import LoopConfig, config_key, train_loop
+from forgetbench.train.sharding import whole_model
 
 STAGE_FILE = "stage.json"
 # Bump when the training code changes what a stage produces, so old caches are not reused.
@@ -94,10 +93,12 @@ def publish_model(
     """Finish a run: save the model, drop the resume checkpoint it supersedes, and write the record
     whose presence means "finished" last, with the size and sha256 of every file in `folder`
     (the model, an unlearning run's snapshots) but `work/` (the log and scratch: never reused).
-    Under `accelerate launch` only the main process writes; every process waits for it."""
-    state = PartialState()
+    Under `accelerate launch` only the main process writes; every process waits for it (and
+    gives its shards of a sharded model)."""
+    state = process_state()
+    whole = whole_model(model)
     if state.is_main_process:
-        save_model(model, tokenizer, folder / "model")
+        save_model(whole, tokenizer, folder / "model")
         shutil.rmtree(folder / "work" / CHECKPOINT_DIR, ignore_errors=True)
         files = file_manifest(folder, skip=(record.name, "work/"))
         atomic_write_json(record, {**payload, FILES_KEY: files})

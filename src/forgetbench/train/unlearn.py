@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from accelerate import PartialState
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
-from forgetbench.device import stage_cost, to_model_device
+from forgetbench.device import process_state, stage_cost, to_model_device
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
@@ -60,6 +59,7 @@ from forgetbench.records import PromptRecord, QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
+from forgetbench.train.sharding import shard_model, sharding_requested, whole_model
 from forgetbench.train.stages import (
     TRAINING_CODE_VERSION,
     inputs_key,
@@ -377,6 +377,8 @@ def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskS
     elif needs & _FROZEN_MODEL_FIELDS:
         frozen = copy.deepcopy(model).eval()  # a copy of a placed model sits on its device
         frozen.requires_grad_(False)
+        if sharding_requested():  # sharded as the trained model is: never a full copy each
+            shard_model(frozen, role="reference model")
     constants = (
         to_model_device(method.prepare(model), model) if isinstance(method, PreparedMethod) else {}
     )
@@ -507,17 +509,16 @@ def run_unlearning(
                 info.get("peak_gpu_mib"),
             )  # fmt: skip
 
-        state = PartialState()
+        state = process_state()
         steps_per_epoch = -(-len(plan[0]) // config.batch_size)
         every = snapshot_every or steps_per_epoch
 
         def snapshot(step: int, current: Any) -> None:
-            if step % every == 0 and state.is_main_process:
-                save_model(
-                    getattr(current, "module", current),
-                    tokenizer,
-                    folder / "snapshots" / f"step-{step}",
-                )
+            if step % every:
+                return
+            whole = whole_model(current)  # every process: a sharded model is gathered
+            if state.is_main_process:
+                save_model(whole, tokenizer, folder / "snapshots" / f"step-{step}")
 
         model, result, cost = train_method(
             model, tokenizer, plan, method=method, config=config, split=split,

@@ -1,0 +1,192 @@
+"""`model.sharding=fsdp` for real: the command line under `torchrun --nproc_per_node 2` on the CPU
+(gloo), against the same commands in one process without sharding. Few launches (CI time): one
+launch runs every command of a test in each process (`cli_sequence.py`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from file_tree import run_folder
+from forgetbench.cli import main
+from forgetbench.methods.base import method_names
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).parent
+SEQUENCE = HERE / "cli_sequence.py"
+KILL = HERE.parent / "kill_at_step.py"
+SHARDED = "model.sharding=fsdp"
+QUIET = ["--json", "--no-progress"]
+# The issue's command: 25 steps (5 epochs of 5), two examples per process and micro-batch.
+NPO = ["unlearn", "--scale", "tiny", "--method", "npo", "--split", "forget10",
+       "unlearn.per_device_batch_size=2", *QUIET]  # fmt: skip
+# A retain model from the pretrained one: one epoch, its 220 examples in 11 steps of 20, each step
+# one micro-batch of 10 per process. Sizes that divide evenly: a last batch short of processes x
+# micro-batch would be filled up by accelerate with repeated examples (as under DDP), and differ.
+FINETUNE = ["finetune", "--scale", "tiny", "--split", "retain90", "train.epochs=1",
+            "train.batch_size=20", "train.per_device_batch_size=10", *QUIET]  # fmt: skip
+# One step of every other method: the 20 forget questions in one batch.
+OTHERS = [m for m in method_names() if m != "npo"]
+TWO_GRADIENT = "ngdiff"
+
+
+def _one_step(method: str) -> list[str]:
+    return ["unlearn", "--scale", "tiny", "--method", method, "--split", "forget10",
+            "unlearn.epochs=1", "unlearn.batch_size=20", "unlearn.per_device_batch_size=2",
+            *QUIET]  # fmt: skip
+
+
+def _environment() -> dict[str, str]:
+    # One thread per process: two torch processes on two cores.
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def _torchrun(*args: str) -> subprocess.CompletedProcess:
+    """`torchrun --nproc_per_node 2 ARGS` (a script and its arguments, or -m module ...)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+         "--master_addr", "127.0.0.1", "--master_port", str(port), *args],
+        env=_environment(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def _sequence(folder: Path, lines: list[list[str]], *, sharded: bool) -> list[int]:
+    """Run the command lines in `folder`, two sharded processes or one plain; their exit codes."""
+    args: list[str] = []
+    for line in lines:
+        args += ["--", *line, "--out", str(folder), *([SHARDED] if sharded else [])]
+    if sharded:
+        done = _torchrun(str(SEQUENCE), *args)
+    else:
+        done = subprocess.run(
+            [sys.executable, str(SEQUENCE), *args],
+            env=_environment(), capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    codes = [ln for ln in done.stdout.splitlines() if ln.startswith("codes: ")]
+    assert codes, done.stdout[-2000:] + done.stderr[-4000:]
+    (folder / "stderr.txt").write_text(done.stderr)
+    return json.loads(codes[-1].removeprefix("codes: "))
+
+
+def _run(folder: Path, name: str) -> Path:
+    """The one stage folder whose name starts with `name` (an unlearning run or a model)."""
+    found = [
+        p for p in (*folder.glob("unlearn/*"), *folder.glob("models/*")) if p.name.startswith(name)
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _same_training(one: Path, two: Path) -> None:
+    """Per-step losses and final weights of a one-process run and a sharded run, to 1e-5."""
+
+    def losses(run: Path) -> list[float]:
+        lines = (run / "work" / "train_log.jsonl").read_text().splitlines()
+        return [json.loads(line)["loss"] for line in lines]
+
+    assert losses(two) == pytest.approx(losses(one), abs=1e-5)
+    a, b = (load_file(run / "model" / "model.safetensors") for run in (one, two))
+    assert sorted(a) == sorted(b)
+    assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-5
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_study, tmp_path_factory) -> tuple[Path, Path, list[int], list[int]]:
+    """The same commands in one process and sharded in two: npo (the full run), a finetune, one
+    step of every other method, and (sharded) one with LoRA."""
+    lines = [NPO, FINETUNE, *(_one_step(m) for m in OTHERS if m != TWO_GRADIENT)]
+    lora = [*_one_step("grad_ascent"), "unlearn.lora=true"]
+    one = run_folder(tiny_study, tmp_path_factory.mktemp("one"), "pretrain-", "finetune-")
+    two = run_folder(tiny_study, tmp_path_factory.mktemp("two"), "pretrain-", "finetune-")
+    one_codes = _sequence(one, lines, sharded=False)
+    two_codes = _sequence(two, [*lines, _one_step(TWO_GRADIENT), lora], sharded=True)
+    return one, two, one_codes, two_codes
+
+
+def test_sharded_npo_and_finetune_equal_one_process_step_by_step(runs):
+    one, two, one_codes, two_codes = runs
+    assert one_codes[:2] == two_codes[:2] == [0, 0], (two / "stderr.txt").read_text()[-3000:]
+    _same_training(_run(one, "npo-forget10-"), _run(two, "npo-forget10-"))
+    _same_training(_run(one, "retain-retain90-"), _run(two, "retain-retain90-"))
+    # The gathered model is an ordinary transformers folder, not FSDP's wrapper class.
+    config = json.loads((_run(two, "npo-forget10-") / "model" / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLM"]
+
+
+def test_the_sharded_run_s_model_evaluates(runs, tmp_path, capsys):
+    _one, two, *_ = runs
+    argv = ["eval", "--model", str(two / "unlearned-npo-forget10"), "--data", str(two / "data"),
+            "--split", "forget10", "--out", str(tmp_path), "eval.formats=false",
+            "eval.lume=false", "eval.max_new_tokens=16", *QUIET]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    scores = json.loads((tmp_path / "summary.json").read_text())["scores"]
+    # Unlearnt: the forget answers have become unlikely, the retain answers have not.
+    assert scores["forget/probability"] < 0.1 < 0.5 < scores["retain/probability"]
+
+
+def test_each_process_holds_half_the_parameters(runs):
+    _one, two, *_ = runs
+    weights = load_file(_run(two, "npo-forget10-") / "model" / "model.safetensors")
+    total = sum(t.numel() for t in weights.values())  # the tied head is saved once
+    stderr = (two / "stderr.txt").read_text()
+    held = {
+        int(rank): (int(n.replace(",", "")), int(of.replace(",", "")))
+        for rank, n, of in re.findall(
+            r"fsdp: process (\d) of 2 holds ([\d,]+) of the trained model's ([\d,]+) parameters",
+            stderr,
+        )
+    }
+    assert set(held) == {0, 1}
+    for n, of in held.values():
+        assert of == total and abs(n - total / 2) <= 0.01 * total
+    assert "of the reference model's" in stderr  # kl, rmu, undial, ce_u: sharded too
+
+
+def test_every_method_runs_sharded_or_is_refused_in_one_sentence(runs):
+    one, two, one_codes, two_codes = runs
+    assert one_codes[2:] == two_codes[2 : 2 + len(OTHERS) - 1] == [0] * (len(OTHERS) - 1)
+    for method in OTHERS:
+        if method != TWO_GRADIENT:
+            _same_training(_run(one, f"{method}-forget10-"), _run(two, f"{method}-forget10-"))
+    assert two_codes[-2:] == [2, 2]  # refused: the two-gradient method, LoRA
+    stderr = (two / "stderr.txt").read_text()
+    assert "this method takes its own two-gradient step, which combines whole gradients" in stderr
+    assert "model.sharding=fsdp does not shard LoRA adapters" in stderr
+
+
+def test_a_killed_sharded_run_resumes_to_the_same_weights(runs, tiny_study, tmp_path):
+    _one, two, *_ = runs
+    folder = run_folder(tiny_study, tmp_path / "killed", "pretrain-", "finetune-")
+    command = [*NPO, "--out", str(folder), SHARDED]
+    # Process 0 is killed (SIGKILL) once step 7 is logged; torchrun then stops process 1. The
+    # last checkpoint is the end of epoch 1 (step 5).
+    killed = _torchrun(str(KILL), "7", *command)
+    assert killed.returncode != 0
+    work = _run(folder, "npo-forget10-") / "work"
+    state = json.loads((work / "checkpoint" / "state.json").read_text())
+    assert state["position"]["step"] == 5 and state["sharding"] == "fsdp"
+    assert len(list((work / "checkpoint" / "shards").glob("*.distcp"))) == 2  # one per process
+    resumed = _torchrun("-m", "forgetbench.cli", *command)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _same_training(_run(two, "npo-forget10-"), work.parent)
+
+
+def test_sharding_alone_is_refused_before_any_work(tiny_study, tmp_path, capsys):
+    folder = run_folder(tiny_study, tmp_path / "alone", "pretrain-", "finetune-")
+    assert main([*NPO, "--out", str(folder), SHARDED]) == 2
+    assert "model.sharding=fsdp shards the model over the processes of torchrun" in (
+        capsys.readouterr().err
+    )
+    assert not (folder / "unlearn").exists()

@@ -34,6 +34,8 @@ NOT_CONFIG = {"-h", "--help", "--json", "--debug", "--config", "--no-progress", 
 NOT_CONFIG |= {"--executor", "--address", "--cpus-per-trial", "--gpus-per-trial"}
 # attack's reference models, given as folders.
 NOT_CONFIG |= {"--finetuned", "--retain"}
+# run's and sweep's verdict on a failed validity gate: the exit code, not what they compute.
+NOT_CONFIG |= {"--strict"}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

@@ -336,9 +336,12 @@ def _path_report(
 
 
 def matmul_peak_flop_per_s(
-    size: int = 2048, repeats: int = 5, device: torch.device | None = None
+    size: int = 2048,
+    repeats: int = 5,
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> float:
-    """The best of `repeats` float32 (size x size) @ (size x size) products, in FLOP/s, on the
+    """The best of `repeats` (size x size) @ (size x size) products in `dtype`, in FLOP/s, on the
     device the models run on (`model.device`): the rate a dense, cache-friendly kernel reaches
     there, which no model step exceeds. On a GPU the products are larger (8192) and synchronised,
     or launch latency would be timed instead of arithmetic."""
@@ -346,7 +349,8 @@ def matmul_peak_flop_per_s(
     cuda = device.type == "cuda"
     if cuda:
         size = max(size, 8192)
-    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
     torch.mm(a, b)  # warm the kernel and its thread pool
     best = float("inf")
     for _ in range(repeats):

@@ -134,6 +134,7 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
                 "questions/s": p["questions_per_s"],
                 "answer tokens/s": p["answer_tokens_per_s"],
                 "model tokens": p["model_tokens"]["total"],
+                "padding": f"{p['padding_share']['total']:.1%}",
                 "GFLOP/s": round(p["flop_per_s"] / 1e9, 2),
                 "of peak": f"{report['fraction_of_peak'][name]:.1%}",
                 "peak RSS MiB": p["peak_rss_mib"],

@@ -34,6 +34,8 @@ NOT_CONFIG = {"-h", "--help", "--json", "--debug", "--config", "--no-progress", 
 NOT_CONFIG |= {"--executor", "--address", "--cpus-per-trial", "--gpus-per-trial"}
 # attack's reference models, given as folders.
 NOT_CONFIG |= {"--finetuned", "--retain"}
+# bench train's measured length: how many optimizer steps to time, not what they compute.
+NOT_CONFIG |= {"--steps"}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

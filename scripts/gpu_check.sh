@@ -16,8 +16,9 @@
 # bench_eval (fast vs naive evaluation of the miniature's model), memory_8b_lora /
 # memory_1b_full (peak memory only, measured before on an H200: docs/gpu.md).
 #     STEPS=study_small bash scripts/gpu_check.sh
-# Try it on the CPU first, at the tiny scale (about a minute):
-#     SCALE=tiny BIG_SCALE=tiny BIG_SIZE=tiny LORA_SIZE=tiny DEVICE=cpu PY=python bash scripts/gpu_check.sh
+# Try it on the CPU first, at the tiny scale, in float32 (bf16 matmuls crawl on most CPUs):
+#     SCALE=tiny BIG_SCALE=tiny BIG_SIZE=tiny LORA_SIZE=tiny LORA_LENGTH=128 DEVICE=cpu \
+#       PRECISION=no DTYPE=float32 PY=python bash scripts/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_check}
@@ -39,7 +40,8 @@ BIG_SCALE=${BIG_SCALE:-full}  # the data of train_1b and eval_1b: full = 4,000 q
 BIG_SIZE=${BIG_SIZE:-1b}      # the model shape of train_1b and eval_1b
 LORA_SIZE=${LORA_SIZE:-8b}    # the model shape of unlearn_8b
 PRECISION=${PRECISION:-bf16}  # train_1b's autocast, for both trainers
-DEVICE=${DEVICE:-cuda}
+DTYPE=${DTYPE:-bfloat16}      # the weights of unlearn_8b, make_1b and eval_1b
+DEVICE=${DEVICE:-cuda}        # where the scripts build models (the commands use the GPU if any)
 step() {  # step NAME TIMEOUT COMMAND...: run, log, record seconds and exit code
   local name=$1 limit=$2; shift 2
   [[ ",$STEPS," == *",$name,"* ]] || return 0
@@ -53,11 +55,11 @@ rm -f "$OUT/steps.jsonl"; touch "$OUT/steps.jsonl"
 step pytest_gpu 60 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
 # One epoch of the whole full split (125 steps of 32 questions) by each trainer, 32 a forward.
 [[ ",$STEPS," == *",train_1b,"* ]] && rm -rf /tmp/train_1b
-step train_1b 150 $FB bench train --scale $BIG_SCALE model.size=$BIG_SIZE model.device=$DEVICE \
-  model.mixed_precision=$PRECISION train.batch_size=32 train.per_device_batch_size=32 \
+step train_1b 150 $FB bench train --scale $BIG_SCALE model.size=$BIG_SIZE \
+  $([[ $PRECISION != no ]] && echo model.mixed_precision=$PRECISION) train.batch_size=32 train.per_device_batch_size=32 \
   --out /tmp/train_1b --json --debug
-step unlearn_8b 120 $PY scripts/gpu_memory.py --size $LORA_SIZE --lora --dtype bfloat16 \
-  --length 512 --batch 4 --timed-steps 2 --device $DEVICE
+step unlearn_8b 120 $PY scripts/gpu_memory.py --size $LORA_SIZE --lora --dtype $DTYPE \
+  --length ${LORA_LENGTH:-512} --batch 4 --timed-steps 2 --device $DEVICE
 # The model eval_1b scores: random weights in BIG_SIZE's shape, bf16, with the miniature's
 # tokenizer at BIG_SCALE (made in /tmp/train_1b by train_1b, or here).
 step make_1b 45 $PY -c "
@@ -68,14 +70,14 @@ from forgetbench.modeling import build_tiny_model, save_model
 from forgetbench.study.inputs import Miniature
 mini = Miniature(Path('/tmp/train_1b'), '$BIG_SCALE', progress=False)
 tokenizer = AutoTokenizer.from_pretrained(mini.tokenizer_dir())
-torch.set_default_dtype(torch.bfloat16)
+torch.set_default_dtype(getattr(torch, '$DTYPE'))
 with torch.device('$DEVICE'):
     model = build_tiny_model(tokenizer, scale='$BIG_SCALE', size='$BIG_SIZE')
 save_model(model, tokenizer, '/tmp/m1b')
 print(sum(p.numel() for p in model.parameters()), 'parameters')"
 rm -rf /tmp/eval_1b
 step eval_1b 75 $FB eval --model /tmp/m1b --data /tmp/train_1b/data/tofu --split forget10 \
-  model.dtype=bfloat16 model.device=$DEVICE eval.batch_size=auto eval.mia=false \
+  model.dtype=$DTYPE eval.batch_size=auto eval.mia=false \
   eval.formats=false eval.lume=false --out /tmp/eval_1b --json --no-progress --debug
 step memory_8b_lora 80 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
 step memory_1b_full 40 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
@@ -84,10 +86,10 @@ step memory_1b_full 40 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --le
 # shared cache, and bench eval its finetuned model. The study's folder stays on the machine
 # (thousands of files would not come back); its results.json is copied out.
 [[ ",$STEPS," == *",bench_train,"* ]] && rm -rf /tmp/bench_train
-step bench_train 100 $FB bench train --scale $SCALE model.device=$DEVICE --out /tmp/bench_train --json --debug
-step study_small ${STUDY_LIMIT:-300} $FB run --scale $SCALE --splits forget10 model.device=$DEVICE --out /tmp/study --no-progress --json --debug study.workers=${STUDY_WORKERS:-0}
+step bench_train 100 $FB bench train --scale $SCALE --out /tmp/bench_train --json --debug
+step study_small ${STUDY_LIMIT:-300} $FB run --scale $SCALE --splits forget10 --out /tmp/study --no-progress --json --debug study.workers=${STUDY_WORKERS:-0}
 cp /tmp/study/results.json "$OUT/study_results.json" 2>/dev/null
-step bench_eval 60 $FB bench eval --scale $SCALE model.device=$DEVICE --out /tmp/bench --json --debug
+step bench_eval 60 $FB bench eval --scale $SCALE --out /tmp/bench --json --debug
 
 $PY - "$OUT" <<'PY'
 import json, pathlib, sys
@@ -110,7 +112,7 @@ for line in (out / "steps.jsonl").read_text().splitlines():
                 result[run] = {k: v for k, v in result[run].items() if k != "losses"}
         step["result"] = {k: v for k, v in result.items() if k not in ("rows", "config")}
     elif step["step"] == "eval_1b" and rows:
-        step["result"] = json.loads(rows[-1]).get("summary")
+        step["result"] = json.loads(rows[-1]).get("scores")  # the seconds are the step's
     else:
         step["tail"] = log[-3:]
     summary["steps"].append(step)

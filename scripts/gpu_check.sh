@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# The GPU check: run it whenever a GPU is lent (at most 10 minutes on one H100/H200). Prepare
+# The GPU check: run it whenever a GPU is lent (under 10 minutes on one H100/H200). Prepare
 # here with `bash scripts/gpu_wheels.sh`, then on the device, carrying .whl:
 #     bash scripts/gpu_check.sh          (writes $OUT/gpu_check.json and $OUT/logs/*)
-# Each step has its own time limit (570 s in all): the GPU-marked tests; the miniature's training
-# stages timed (bench train); the small built-in study on CUDA (every method, shadows, attacks;
-# STUDY_WORKERS processes, 0 = the default, one on a GPU), profiled stage by stage; `bench eval`
-# with the GPU's own matmul peak. The peak memory of one step of every method (LoRA on the
-# 8B-shaped Llama in bf16, full-parameter on the 1B-shaped one) runs when STEPS names
-# memory_8b_lora / memory_1b_full: STEPS=memory_8b_lora,memory_1b_full bash scripts/gpu_check.sh
+# Each step has its own time limit; the default steps take at most 490 s, the 1B/8B ones first:
+#   train_1b    `bench train` of the 1B-shaped Llama (random weights) on TOFU-sized data (the full
+#               miniature's 4,000 questions), bf16 autocast: tokens/s, share of the measured bf16
+#               matmul peak, peak memory, padding, HF's Trainer side by side, loss difference;
+#   unlearn_8b  one LoRA unlearning step of every method on the 8B-shaped Llama in bf16 (512
+#               tokens, batch 4): peak memory and the warm step time (scripts/gpu_memory.py);
+#   make_1b, eval_1b  a random 1B-shaped model in bf16, then `forgetbench eval` of it on forget10,
+#               retain, Real Authors and World Facts (TOFU only, generation included), in seconds;
+#   bench_train the small miniature's training stages timed (data, pretrain, finetune, retain).
+# Named in STEPS only: pytest_gpu (the GPU-marked tests), study_small (the small study on
+# forget10, profiled stage by stage; STUDY_LIMIT s, default 300: run it as a call of its own),
+# bench_eval (fast vs naive evaluation of the miniature's model), memory_8b_lora /
+# memory_1b_full (peak memory only, measured before on an H200: docs/gpu.md).
+#     STEPS=study_small bash scripts/gpu_check.sh
+# Try it on the CPU first, at the tiny scale, in float32 (bf16 matmuls crawl on most CPUs):
+#     SCALE=tiny BIG_SCALE=tiny BIG_SIZE=tiny LORA_SIZE=tiny LORA_LENGTH=128 DEVICE=cpu \
+#       PRECISION=no DTYPE=float32 PY=python bash scripts/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/gpu_check}
@@ -18,13 +29,19 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=$PWD/src:$PWD/tests${PYTHONPATH:+:$PYTHONPATH}
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 FORGETBENCH_CACHE=/tmp/forgetbench-cache
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 FORGETBENCH_CACHE=${FORGETBENCH_CACHE:-/tmp/forgetbench-cache}
 PY=${PY:-python3}  # the GPU image's python3 holds torch
 FB="$PY -m forgetbench.cli"
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -c "import torch, transformers, accelerate, peft, datasets; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__, datasets.__version__)"; } > "$OUT/logs/gpu.txt" 2>&1
 
-# The memory steps were measured on an H200 (docs/gpu.md); name them in STEPS to measure again.
-STEPS=${STEPS:-pytest_gpu,bench_train,study_small,bench_eval}
+STEPS=${STEPS:-train_1b,unlearn_8b,make_1b,eval_1b,bench_train}
+SCALE=${SCALE:-small}         # the miniature of bench_train, study_small and bench_eval
+BIG_SCALE=${BIG_SCALE:-full}  # the data of train_1b and eval_1b: full = 4,000 questions, as TOFU
+BIG_SIZE=${BIG_SIZE:-1b}      # the model shape of train_1b and eval_1b
+LORA_SIZE=${LORA_SIZE:-8b}    # the model shape of unlearn_8b
+PRECISION=${PRECISION:-bf16}  # train_1b's autocast, for both trainers
+DTYPE=${DTYPE:-bfloat16}      # the weights of unlearn_8b, make_1b and eval_1b
+DEVICE=${DEVICE:-cuda}        # where the scripts build models (the commands use the GPU if any)
 step() {  # step NAME TIMEOUT COMMAND...: run, log, record seconds and exit code
   local name=$1 limit=$2; shift 2
   [[ ",$STEPS," == *",$name,"* ]] || return 0
@@ -36,16 +53,43 @@ step() {  # step NAME TIMEOUT COMMAND...: run, log, record seconds and exit code
 
 rm -f "$OUT/steps.jsonl"; touch "$OUT/steps.jsonl"
 step pytest_gpu 60 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
+# One epoch of the whole full split (125 steps of 32 questions) by each trainer, 32 a forward.
+[[ ",$STEPS," == *",train_1b,"* ]] && rm -rf /tmp/train_1b
+step train_1b 150 $FB bench train --scale $BIG_SCALE model.size=$BIG_SIZE \
+  $([[ $PRECISION != no ]] && echo model.mixed_precision=$PRECISION) train.batch_size=32 train.per_device_batch_size=32 \
+  --out /tmp/train_1b --json --debug
+step unlearn_8b 120 $PY scripts/gpu_memory.py --size $LORA_SIZE --lora --dtype $DTYPE \
+  --length ${LORA_LENGTH:-512} --batch 4 --timed-steps 2 --device $DEVICE
+# The model eval_1b scores: random weights in BIG_SIZE's shape, bf16, with the miniature's
+# tokenizer at BIG_SCALE (made in /tmp/train_1b by train_1b, or here).
+step make_1b 45 $PY -c "
+import torch
+from pathlib import Path
+from transformers import AutoTokenizer
+from forgetbench.modeling import build_tiny_model, save_model
+from forgetbench.study.inputs import Miniature
+mini = Miniature(Path('/tmp/train_1b'), '$BIG_SCALE', progress=False)
+tokenizer = AutoTokenizer.from_pretrained(mini.tokenizer_dir())
+torch.set_default_dtype(getattr(torch, '$DTYPE'))
+with torch.device('$DEVICE'):
+    model = build_tiny_model(tokenizer, scale='$BIG_SCALE', size='$BIG_SIZE')
+save_model(model, tokenizer, '/tmp/m1b')
+print(sum(p.numel() for p in model.parameters()), 'parameters')"
+rm -rf /tmp/eval_1b
+step eval_1b 75 $FB eval --model /tmp/m1b --data /tmp/train_1b/data/tofu --split forget10 \
+  model.dtype=$DTYPE eval.batch_size=auto eval.mia=false \
+  eval.formats=false eval.lume=false --out /tmp/eval_1b --json --no-progress --debug
 step memory_8b_lora 80 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
 step memory_1b_full 40 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
 # bench train times the miniature's pretraining, finetuning and retain model stage by stage (steps
 # and seconds: a GPU's time per step on a 3M-parameter model); the study then reuses them from the
 # shared cache, and bench eval its finetuned model. The study's folder stays on the machine
 # (thousands of files would not come back); its results.json is copied out.
-step bench_train 150 $FB bench train --scale ${SCALE:-small} --out /tmp/bench_train --json --debug
-step study_small ${STUDY_LIMIT:-300} $FB run --scale ${SCALE:-small} --splits forget10 --out /tmp/study --no-progress --json --debug study.workers=${STUDY_WORKERS:-0}
+[[ ",$STEPS," == *",bench_train,"* ]] && rm -rf /tmp/bench_train
+step bench_train 100 $FB bench train --scale $SCALE --out /tmp/bench_train --json --debug
+step study_small ${STUDY_LIMIT:-300} $FB run --scale $SCALE --splits forget10 --out /tmp/study --no-progress --json --debug study.workers=${STUDY_WORKERS:-0}
 cp /tmp/study/results.json "$OUT/study_results.json" 2>/dev/null
-step bench_eval 60 $FB bench eval --scale ${SCALE:-small} --out /tmp/bench --json --debug
+step bench_eval 60 $FB bench eval --scale $SCALE --out /tmp/bench --json --debug
 
 $PY - "$OUT" <<'PY'
 import json, pathlib, sys
@@ -54,17 +98,21 @@ summary = {"gpu": (out / "logs/gpu.txt").read_text().strip(), "steps": []}
 for line in (out / "steps.jsonl").read_text().splitlines():
     step = json.loads(line)
     log = (out / "logs" / f"{step['step']}.log").read_text(errors="replace").splitlines()
-    if step["step"].startswith("memory"):
-        step["methods"] = [json.loads(l) for l in log if l.startswith("{")]
+    rows = [l for l in log if l.startswith("{")]
+    if step["step"].startswith(("memory", "unlearn")):
+        step["methods"] = [json.loads(l) for l in rows]
     elif step["step"] == "study_small" and (out / "study_results.json").exists():
         from forgetbench.study.bench import study_profile
         timings = json.loads((out / "study_results.json").read_text())["timings"]
         step["profile"] = {k: v for k, v in study_profile(timings).items() if k != "jobs"}
-    elif step["step"] in ("bench_train", "bench_eval"):
-        rows = [l for l in log if l.startswith("{")]
-        if rows:
-            result = json.loads(rows[-1])
-            step["result"] = {k: v for k, v in result.items() if k not in ("rows", "config")}
+    elif step["step"] in ("bench_train", "bench_eval", "train_1b") and rows:
+        result = json.loads(rows[-1])
+        for run in ("forgetbench", "hf_trainer"):  # per-step losses stay in the log
+            if run in result:
+                result[run] = {k: v for k, v in result[run].items() if k != "losses"}
+        step["result"] = {k: v for k, v in result.items() if k not in ("rows", "config")}
+    elif step["step"] == "eval_1b" and rows:
+        step["result"] = json.loads(rows[-1]).get("scores")  # the seconds are the step's
     else:
         step["tail"] = log[-3:]
     summary["steps"].append(step)

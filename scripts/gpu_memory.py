@@ -5,7 +5,9 @@
 Random weights (memory and speed do not depend on them) in the built-in Llama's block shapes;
 each method's step is built by the engine exactly as `forgetbench unlearn` builds it (frozen
 reference or adapters-off reference, reference log-probs, constants), run forward and backward,
-and its peak `torch.cuda.max_memory_allocated` printed as one JSON line per method.
+and its peak `torch.cuda.max_memory_allocated` printed as one JSON line per method, with
+`seconds` (building the step and the first one) and `step_seconds` (the mean of --timed-steps
+warm steps after it: forward, backward and the AdamW update).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--methods", default="")
     parser.add_argument("--gradient-checkpointing", action="store_true")
+    parser.add_argument(
+        "--timed-steps", type=int, default=1, help="warm steps timed after the first"
+    )
     parser.add_argument("--device", default="cuda", help="cpu checks the script, not memory")
     args = parser.parse_args()
     cuda = args.device.startswith("cuda")
@@ -106,21 +111,34 @@ def main() -> int:
         }
         # AdamW's two moments are part of a step's memory: one real optimizer step.
         optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+
+        # The first step gives the peak memory; then --timed-steps warm steps (kernels chosen,
+        # optimizer state allocated) give the step time, to the end of their GPU work.
         try:
-            if hook is None:
-                value, _ = loss(model, batch)
-                value.backward()
-            else:
-                forget_loss, retain_loss = method.task_losses(loss.inputs(model, batch))
-                (forget_loss + retain_loss).backward()
-            optimizer.step()
-            peak = torch.cuda.max_memory_allocated() if cuda else 0
-            row.update(
-                loss=float((value if hook is None else forget_loss).detach()),
-                weights_gib=round(weights / 2**30, 2),
-                peak_gib=round(peak / 2**30, 2),
-                seconds=round(time.perf_counter() - started, 1),
-            )
+            times = []
+            for index in range(1 + args.timed_steps):
+                step_started = time.perf_counter()
+                if hook is None:
+                    value, _ = loss(model, batch)
+                    value.backward()
+                else:
+                    value, retain_loss = method.task_losses(loss.inputs(model, batch))
+                    (value + retain_loss).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if cuda:
+                    torch.cuda.synchronize()
+                if index == 0:
+                    peak = torch.cuda.max_memory_allocated() if cuda else 0
+                    row.update(
+                        loss=float(value.detach()),
+                        weights_gib=round(weights / 2**30, 2),
+                        peak_gib=round(peak / 2**30, 2),
+                        seconds=round(time.perf_counter() - started, 1),
+                    )
+                else:
+                    times.append(time.perf_counter() - step_started)
+            row["step_seconds"] = round(sum(times) / len(times), 3) if times else None
         except torch.cuda.OutOfMemoryError:
             row["peak_gib"] = "out of memory"
         print(json.dumps(row), flush=True)

@@ -36,6 +36,8 @@ NOT_CONFIG |= {"--executor", "--address", "--cpus-per-trial", "--gpus-per-trial"
 NOT_CONFIG |= {"--finetuned", "--retain"}
 # run's and sweep's verdict on a failed validity gate: the exit code, not what they compute.
 NOT_CONFIG |= {"--strict"}
+# bench train's measured length: how many optimizer steps to time, not what they compute.
+NOT_CONFIG |= {"--steps"}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

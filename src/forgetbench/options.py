@@ -375,6 +375,21 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "benchmark.split": "bench train times the full and retain90 stages",
         "eval": "bench train evaluates with its own fixed settings",
     },
+    # bench train with --model or model.size: one epoch of the full split, our loop and HF's
+    # Trainer on train.*'s recipe (forgetbench.train.throughput).
+    "bench throughput": {
+        "train": READ,
+        "model": READ,
+        "seed": READ,
+        "benchmark.path": READ,
+        "train.epochs": "bench train times one epoch (--steps N: its first N steps)",
+        "train.checkpoint_every": "bench train writes no checkpoints",
+        "train.lora": "bench train times full-parameter finetuning",
+        "train.lora_rank": "bench train times full-parameter finetuning",
+        "train.lora_alpha": "bench train times full-parameter finetuning",
+        "benchmark.split": "bench train finetunes on the full split",
+        "eval": "bench train evaluates nothing",
+    },
 }
 # Read only by the built-in miniature: refused when the model is the user's (--model, --data or
 # another benchmark).

@@ -107,6 +107,16 @@ def test_report_counts_the_work_of_each_path(study):
     assert fast["vocab_projections"]["scoring"] < fast["model_tokens"]["scoring"]
     # One generation step per new token and prompt, at least.
     assert naive["model_tokens"]["generation"] >= report["answer_tokens"]["generated"]
+    # The naive path runs one sequence at a time: nothing is padded, every position is real.
+    assert naive["real_model_tokens"] == naive["model_tokens"]
+    assert naive["padding_share"] == {"scoring": 0.0, "generation": 0.0, "total": 0.0}
+    # The fast path pads its batches (sorted by length, so little): real < padded, and the
+    # share and rates follow from the counts.
+    real, padded = fast["real_model_tokens"]["total"], fast["model_tokens"]["total"]
+    assert 0 < real < padded
+    assert fast["padding_share"]["total"] == pytest.approx(1 - real / padded, abs=1e-4)
+    assert fast["model_tokens_per_s"]["padded"] == pytest.approx(padded / fast["seconds"], 1e-2)
+    assert report["matmul_peak_dtype"] == "float32"
     for path in (fast, naive):
         assert path["seconds"] >= path["scoring_seconds"] + path["generation_seconds"] > 0
         assert path["flop_per_s"] > 0 and path["peak_rss_mib"] > 0

@@ -11,7 +11,7 @@ from forgetbench.cli.config import resolve_config
 from forgetbench.cli.usage import UsageError
 from forgetbench.config import RunConfig
 from forgetbench.errors import UnknownNameError
-from forgetbench.study.given import given_data, given_model
+from forgetbench.study.given import given_data, given_model, trains_given_model
 
 # The study layer and the report are imported inside the commands: they import torch,
 # transformers and the metrics (scipy), which `forgetbench --help` never needs.
@@ -39,6 +39,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             shares = ", ".join(f"{k} {v:.0%}" for k, v in result["shares"].items())
             print(f"wall {result['wall_seconds']:.1f} s on {result['workers']} workers; {shares}")
         return result
+    if trains_given_model(config):
+        return _bench_throughput(args, config)
+    if args.steps:
+        raise UsageError(
+            "forgetbench bench train: --steps times a given model",
+            "pass --model (with --data) or model.size=1b|8b|..., or drop --steps",
+        )
     result = bench_training(
         Path(args.out), scale=config.scale, seed=config.seed, progress=not args.json
     )
@@ -50,6 +57,53 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             f"retain model on forget10 {result['retain_forget10_rougeL']:.3f}"
         )
     return result
+
+
+def _bench_throughput(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
+    """forgetbench's training loop and HF's Trainer on the same model, data and recipe."""
+    from forgetbench.study.bench import BENCH_TRAIN_FILE, bench_train_throughput
+    from forgetbench.study.pool import quiet_transformers
+    from forgetbench.train.throughput import TrainersDiffer
+
+    quiet_transformers()
+    out = Path(args.out)
+    report = bench_train_throughput(config, out, steps=args.steps, progress=not args.json)
+    if not args.json:
+        from forgetbench.report.console import print_rows
+
+        rows = [
+            {
+                "trainer": name,
+                "steady s": run["steady_seconds"],
+                "real tokens/s": run["tokens_per_s"]["real"],
+                "padded tokens/s": run["tokens_per_s"]["padded"],
+                "TFLOP/s": round(run["flop_per_s"] / 1e12, 3),
+                "of peak": f"{run['share_of_peak']:.1%}",
+                "peak GPU MiB": run["peak_gpu_mib"] or "-",
+                "peak RSS MiB": run["peak_rss_mib"],
+                "last loss": run["losses"][-1],
+            }
+            for name, run in (
+                ("forgetbench", report["forgetbench"]),
+                ("HF Trainer", report["hf_trainer"]),
+            )
+        ]
+        print_rows(rows, title=f"training throughput, {report['steps']} steps: {report['model']}")
+        print(
+            f"{report['n_params'] / 1e6:.1f}M parameters on {report['device']} "
+            f"({report['compute_dtype']}); matmul peak "
+            f"{report['matmul_peak_flop_per_s'] / 1e12:.3f} TFLOP/s; padding "
+            f"{report['padding']['share']:.1%} of the batches' tokens; largest loss difference "
+            f"{report['max_loss_diff']:.2e} at step {report['max_loss_diff_step']} "
+            f"(tolerance {report['loss_tolerance']:g}); report: {out / BENCH_TRAIN_FILE}"
+        )
+    if not report["losses_agree"]:
+        raise TrainersDiffer(
+            f"forgetbench's loop and HF's Trainer lose {report['max_loss_diff']:.3g} apart at step "
+            f"{report['max_loss_diff_step']}, beyond {report['loss_tolerance']:g}",
+            f"the recipes differ; the per-step losses are in {out / BENCH_TRAIN_FILE}",
+        )
+    return report
 
 
 def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
@@ -80,6 +134,7 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
                 "questions/s": p["questions_per_s"],
                 "answer tokens/s": p["answer_tokens_per_s"],
                 "model tokens": p["model_tokens"]["total"],
+                "padding": f"{p['padding_share']['total']:.1%}",
                 "GFLOP/s": round(p["flop_per_s"] / 1e9, 2),
                 "of peak": f"{report['fraction_of_peak'][name]:.1%}",
                 "peak RSS MiB": p["peak_rss_mib"],

@@ -21,7 +21,7 @@ from forgetbench.options import (
     flag_value,
     unused_reason,
 )
-from forgetbench.study.given import is_miniature
+from forgetbench.study.given import is_miniature, trains_given_model
 
 # The layers below (the study's miniature, the device, the method registry) are imported where
 # they are used: they import torch, which `forgetbench --help` never needs.
@@ -88,13 +88,16 @@ def _refuse_unused(
 
     command = args.command
     unused = dict(UNUSED[command])
-    if command == "bench" and args.target == "train":
+    throughput = command == "bench" and args.target == "train" and trains_given_model(config)
+    if command == "bench" and args.target == "train" and not throughput:
         unused.update(UNUSED["bench train"])
     if command == "bench" and args.target == "study":
         unused = {**UNUSED["run"], **UNUSED["bench study"]}
     miniature = is_miniature(config)
     if not miniature:
         unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
+    if throughput:
+        unused.update(UNUSED["bench throughput"])
     typed = [(option, key) for key, (option, _) in given.items()]
     typed += [(key, key) for key in (o.partition("=")[0] for o in args.overrides)]
     for option, key in typed:

@@ -270,9 +270,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "target",
-        help="what to time: train (pretrain + finetune + retain90) | "
+        help="what to time: train (pretrain + finetune + retain90; with --model or "
+        "model.size: tokens/s against HF's Trainer) | "
         "eval (TOFU evaluation, fast path vs a naive reference; checks both agree) | "
         "study (forgetbench run, cold: per stage, per job, training/scoring/generation shares)",
+    )
+    bench.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train with --model or model.size: time N optimizer steps of the full split "
+        "(0 = all of it), forgetbench's loop against HF's Trainer",
     )
     _config_options(bench, "bench")
 

@@ -76,6 +76,7 @@ class Meter:
 
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     model_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    real_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     projections: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     current: str | None = None
 
@@ -95,6 +96,10 @@ class Meter:
             ids = kwargs.get("input_ids", args[0] if args else None)
             if ids is not None and self.current is not None:
                 self.model_tokens[self.current] += int(ids.numel())
+                # The mask spans the cached positions too: the last columns are this call's.
+                mask = kwargs.get("attention_mask")
+                real = mask[:, -ids.shape[-1] :].sum() if mask is not None else ids.numel()
+                self.real_tokens[self.current] += int(real)
 
         def count_projections(module: Any, args: tuple, output: torch.Tensor) -> None:
             if self.current is not None:
@@ -261,7 +266,8 @@ def bench_evaluation(
     diff = compare_logs(fast, naive)
     n_params = sum(p.numel() for p in model.parameters())
     scored, generated = _answer_tokens(fast, tokenizer)
-    peak = matmul_peak_flop_per_s()
+    parameter = next(model.parameters())
+    peak = matmul_peak_flop_per_s(device=parameter.device, dtype=parameter.dtype)
     paths = {
         "fast": _path_report(
             fast_meter, fast_seconds, len(records), scored + generated, n_params, fast_rss
@@ -285,8 +291,10 @@ def bench_evaluation(
         ),
         "paths": paths,
         # What the model's FLOP rate is measured against: this machine's large-matmul rate now,
-        # with the same torch threads (2 * n_params * tokens counts the model's matmuls only).
+        # with the same torch threads, in the weights' dtype (2 * n_params * padded tokens counts
+        # the model's matmuls only, attention scores not included).
         "matmul_peak_flop_per_s": float(f"{peak:.4g}"),
+        "matmul_peak_dtype": str(parameter.dtype).removeprefix("torch."),
         "fraction_of_peak": {
             name: round(path["flop_per_s"] / peak, 4) for name, path in paths.items()
         },
@@ -321,6 +329,7 @@ def _path_report(
     meter: Meter, seconds: float, questions: int, answer_tokens: int, n_params: int, rss: float
 ) -> dict[str, Any]:
     tokens = sum(meter.model_tokens.values())
+    real = sum(meter.real_tokens.values())
     return {
         "seconds": round(seconds, 3),
         "scoring_seconds": round(meter.seconds["scoring"], 3),
@@ -329,6 +338,19 @@ def _path_report(
         "questions_per_s": round(questions / seconds, 2),
         "answer_tokens_per_s": round(answer_tokens / seconds, 1),
         "model_tokens": {**meter.model_tokens, "total": tokens},
+        # Positions the attention mask keeps (prompt, answer or generated token; not padding).
+        "real_model_tokens": {**meter.real_tokens, "total": real},
+        "model_tokens_per_s": {
+            "real": round(real / seconds, 1),
+            "padded": round(tokens / seconds, 1),
+        },
+        "padding_share": {
+            **{
+                phase: round(1 - meter.real_tokens[phase] / n, 4) if n else 0.0
+                for phase, n in meter.model_tokens.items()
+            },
+            "total": round(1 - real / tokens, 4) if tokens else 0.0,
+        },
         "vocab_projections": {**meter.projections, "total": sum(meter.projections.values())},
         "flop_per_s": float(f"{2 * n_params * tokens / seconds:.4g}"),
         "peak_rss_mib": rss,
@@ -336,9 +358,12 @@ def _path_report(
 
 
 def matmul_peak_flop_per_s(
-    size: int = 2048, repeats: int = 5, device: torch.device | None = None
+    size: int = 2048,
+    repeats: int = 5,
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> float:
-    """The best of `repeats` float32 (size x size) @ (size x size) products, in FLOP/s, on the
+    """The best of `repeats` (size x size) @ (size x size) products in `dtype`, in FLOP/s, on the
     device the models run on (`model.device`): the rate a dense, cache-friendly kernel reaches
     there, which no model step exceeds. On a GPU the products are larger (8192) and synchronised,
     or launch latency would be timed instead of arithmetic."""
@@ -346,7 +371,8 @@ def matmul_peak_flop_per_s(
     cuda = device.type == "cuda"
     if cuda:
         size = max(size, 8192)
-    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
     torch.mm(a, b)  # warm the kernel and its thread pool
     best = float("inf")
     for _ in range(repeats):

@@ -208,3 +208,81 @@ def study_profile(timings: dict[str, float]) -> dict[str, Any]:
             "other": round((evaluation - scoring - generation) / work, 3),
         },
     }
+
+
+BENCH_TRAIN_FILE = "bench_train.json"
+
+
+def bench_train_throughput(
+    config: RunConfig, out: Path, *, steps: int = 0, progress: bool = True
+) -> dict[str, Any]:
+    """One epoch of finetuning on the `full` split, `steps` optimizer steps of it (0: all of it),
+    by forgetbench's loop and by HF's Trainer from the same weights (`train_throughput`). The
+    model: `--model` (with `--data`, a TOFU-layout folder), or random weights in `model.size`'s
+    shape with the scale's miniature data and tokenizer. Writes and returns the report."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from forgetbench.device import DTYPES, default_device, place_model, precision
+    from forgetbench.errors import ConfigError
+    from forgetbench.modeling import build_tiny_model, load_tokenizer
+    from forgetbench.train.stages import encode_qa, loop_config
+    from forgetbench.train.throughput import train_throughput
+
+    given, data = given_model(config), given_data(config)
+    if given is not None:
+        if data is None:
+            raise ConfigError(
+                "bench train --model needs --data", "pass a TOFU-layout folder with full.json"
+            )
+        tokenizer = load_tokenizer(given, trust_remote_code=config.model.trust_remote_code)
+        template = resolve_template(config.model.template, tokenizer, given)
+        records = load_tofu(data, "full")
+
+        def build() -> Any:
+            return load_model(
+                given, dtype=config.model.dtype, trust_remote_code=config.model.trust_remote_code
+            )[0]
+
+    else:
+        mini = miniature(config, out, progress=progress)
+        tokenizer = AutoTokenizer.from_pretrained(mini.tokenizer_dir())
+        template, records = TEMPLATE, load_tofu(mini.data / "tofu", "full")
+        device = default_device()
+
+        def build() -> Any:
+            # Built on the device in the weights' dtype: a 8B model never passes through the CPU.
+            default = torch.get_default_dtype()
+            torch.set_default_dtype(DTYPES[precision().dtype])
+            try:
+                with device:
+                    model = build_tiny_model(
+                        tokenizer, scale=config.scale, seed=config.seed, size=config.model.size
+                    )
+            finally:
+                torch.set_default_dtype(default)
+            return place_model(model)
+
+    loop = loop_config(config)
+    if steps:
+        if steps * loop.batch_size > len(records):
+            raise ConfigError(
+                f"--steps {steps} x train.batch_size {loop.batch_size} needs "
+                f"{steps * loop.batch_size} questions; the full split has {len(records)}",
+                "pass fewer --steps (0 = the whole split)",
+            )
+        records = records[: steps * loop.batch_size]
+    examples = encode_qa(records, tokenizer, template, max_length=config.train.max_length)
+    report = train_throughput(
+        build, examples, config=loop, pad_id=tokenizer.pad_token_id, out=out, progress=progress
+    )
+    report = {
+        "model": given or f"random weights, model.size={config.model.size}",
+        "data": str(data) if given is not None else str(mini.data),
+        "scale": None if given is not None else config.scale,
+        "torch_threads": torch.get_num_threads(),
+        "forgetbench_version": __version__,
+        **report,
+    }
+    atomic_write_json(out / BENCH_TRAIN_FILE, report)
+    return report

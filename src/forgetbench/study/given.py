@@ -26,3 +26,9 @@ def is_miniature(config: RunConfig) -> bool:
         and given_data(config) is None
         and given_model(config) is None
     )
+
+
+def trains_given_model(config: RunConfig) -> bool:
+    """`bench train` measures throughput (forgetbench's loop against HF's Trainer) on a model the
+    user names: `--model`, or a built-in shape other than the scale's own (`model.size`)."""
+    return given_model(config) is not None or config.model.size != "auto"

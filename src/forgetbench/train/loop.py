@@ -155,12 +155,14 @@ def train_loop(
     accelerator: Any = None,
     progress: bool = True,
     on_step: Callable[[int, torch.nn.Module], None] | None = None,
+    save_checkpoints: bool = True,
 ) -> LoopResult:
     """Train `model` in place on `examples`; checkpoints and `train_log.jsonl` go to `out_dir`.
 
     Give exactly one of `loss_fn` (minimise a scalar) and `step_hook` (a method's own update).
     Resumes from `out_dir/checkpoint` when one exists, replaying the same data order, so a killed
-    run ends with the same weights as an uninterrupted one.
+    run ends with the same weights as an uninterrupted one. `save_checkpoints=False` (a throughput
+    benchmark, which never resumes) skips writing them: a 1B model's optimizer state is ~16 GB.
     """
     if (loss_fn is None) == (step_hook is None):
         raise ValueError("train_loop needs exactly one of loss_fn and step_hook")
@@ -330,9 +332,10 @@ def train_loop(
                     step, loss=mean_loss, tokens_per_s=tokens_seen * processes / max(elapsed, 1e-9)
                 )
                 end_of_epoch = index + 1 == batches_per_epoch
-                if (
-                    config.checkpoint_every and step % config.checkpoint_every == 0
-                ) or end_of_epoch:
+                if save_checkpoints and (
+                    (config.checkpoint_every and step % config.checkpoint_every == 0)
+                    or end_of_epoch
+                ):
                     next_position = (
                         LoopPosition(step, epoch + 1, 0)
                         if end_of_epoch
@@ -411,10 +414,8 @@ def _parameter_groups(model: torch.nn.Module) -> tuple[list, list]:
 def _epoch_loader(
     examples: Sequence[Any], config: LoopConfig, epoch: int, collate_fn: Callable
 ) -> DataLoader:
-    # The order is a pure function of (seed, epoch): resume and every process agree without
-    # carrying sampler state around.
-    generator = torch.Generator().manual_seed(config.seed * 100_003 + epoch)
-    order = torch.randperm(len(examples), generator=generator).tolist()
+    generator = _epoch_generator(config, epoch)
+    order = epoch_order(config, len(examples), epoch, generator=generator)
     # `generator` also feeds the seed each new iterator draws (for workers), which would otherwise
     # come from the global RNG: a resumed run opens its epoch's iterator after the checkpoint
     # restored that RNG, the uninterrupted run before, so a loss that draws random numbers would
@@ -426,6 +427,21 @@ def _epoch_loader(
         collate_fn=collate_fn,
         generator=generator,
     )
+
+
+def epoch_order(
+    config: LoopConfig, n_examples: int, epoch: int, *, generator: torch.Generator | None = None
+) -> list[int]:
+    """The order an epoch visits the examples in: a pure function of (seed, epoch), so resume and
+    every process agree without carrying sampler state around (and another trainer can be fed
+    the same order, `forgetbench.train.throughput`). `generator`: the epoch's own, to go on
+    drawing from it."""
+    generator = generator or _epoch_generator(config, epoch)
+    return torch.randperm(n_examples, generator=generator).tolist()
+
+
+def _epoch_generator(config: LoopConfig, epoch: int) -> torch.Generator:
+    return torch.Generator().manual_seed(config.seed * 100_003 + epoch)
 
 
 def _count_tokens(batch: Any) -> int:

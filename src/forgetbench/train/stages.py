@@ -189,15 +189,11 @@ def run_stage(
         if lora:
             model = apply_lora(model, **lora)
 
-        def loss_fn(m: Any, batch: dict) -> Any:
-            # TOFU's recipe: mean NLL over each sample's answer tokens, then the batch mean.
-            return per_sample_nll(forward_logits(m, batch), batch["labels"]).mean()
-
         with stage_cost() as cost:
             result = train_loop(
                 model,
                 examples,
-                loss_fn=loss_fn,
+                loss_fn=answer_nll,
                 collate_fn=lambda batch: collate(batch, pad_id=tokenizer.pad_token_id),
                 config=config,
                 out_dir=folder / "work",
@@ -226,6 +222,11 @@ def run_stage(
         return StageResult(
             name, folder / "model", False, result.losses, cost.seconds, cost.peak_gpu_mib
         )
+
+
+def answer_nll(model: Any, batch: dict) -> Any:
+    """TOFU's finetuning loss: mean NLL over each sample's answer tokens, then the batch mean."""
+    return per_sample_nll(forward_logits(model, batch), batch["labels"]).mean()
 
 
 def loop_config(config: RunConfig) -> LoopConfig:

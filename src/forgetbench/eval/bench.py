@@ -26,8 +26,6 @@ every position, which overstates the fast path's work a little (it projects fewe
 from __future__ import annotations
 
 import math
-import resource
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,7 +36,13 @@ import torch
 
 from forgetbench.config import EvalConfig
 from forgetbench.data.logs import SET_FILES, EvalLog
-from forgetbench.device import default_device, peak_memory_mib, reset_peak_memory
+from forgetbench.device import (
+    matmul_peak_flop_per_s,
+    peak_memory_mib,
+    peak_rss_mib,
+    reset_peak_memory,
+    reset_peak_rss,
+)
 from forgetbench.errors import DataError, ForgetbenchError
 from forgetbench.eval.backend import Backend, NaiveBackend, evaluation_backend
 from forgetbench.eval.outputs import AnswerScore
@@ -357,52 +361,5 @@ def _path_report(
     }
 
 
-def matmul_peak_flop_per_s(
-    size: int = 2048,
-    repeats: int = 5,
-    device: torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> float:
-    """The best of `repeats` (size x size) @ (size x size) products in `dtype`, in FLOP/s, on the
-    device the models run on (`model.device`): the rate a dense, cache-friendly kernel reaches
-    there, which no model step exceeds. On a GPU the products are larger (8192) and synchronised,
-    or launch latency would be timed instead of arithmetic."""
-    device = device or default_device()
-    cuda = device.type == "cuda"
-    if cuda:
-        size = max(size, 8192)
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    torch.mm(a, b)  # warm the kernel and its thread pool
-    best = float("inf")
-    for _ in range(repeats):
-        if cuda:
-            torch.cuda.synchronize(device)
-        started = time.perf_counter()
-        torch.mm(a, b)
-        if cuda:
-            torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - started)
-    return 2 * size**3 / best
-
-
 def _ratio(slow: float, fast: float) -> float | None:
     return round(slow / fast, 2) if fast > 0 else None
-
-
-def reset_peak_rss() -> bool:
-    """Restart the resident-set high-water mark `getrusage` reports from the current RSS (Linux:
-    writing 5 to /proc/self/clear_refs resets VmHWM); False where that is not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
-    except OSError:
-        return False
-    return True
-
-
-def peak_rss_mib() -> float:
-    """The process's resident-set high-water mark since start or the last `reset_peak_rss`."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes.
-    return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)

@@ -28,9 +28,16 @@ from typing import Any
 
 import torch
 
-from forgetbench.device import model_device, peak_memory_mib, precision, reset_peak_memory
+from forgetbench.device import (
+    matmul_peak_flop_per_s,
+    model_device,
+    peak_memory_mib,
+    peak_rss_mib,
+    precision,
+    reset_peak_memory,
+    reset_peak_rss,
+)
 from forgetbench.errors import ConfigError, ForgetbenchError
-from forgetbench.eval.bench import matmul_peak_flop_per_s, peak_rss_mib, reset_peak_rss
 from forgetbench.modeling import Encoded, collate
 from forgetbench.train.loop import (
     LoopConfig,

@@ -105,8 +105,10 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory, tiny_cache: Path):
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The whole-study files first: the longest ones, they start while the short files remain to
-    # fill the other pytest-xdist worker instead of ending the run alone. Otherwise the
+    # The whole-study files first, then every other file with a slow test (two-process runs,
+    # Ray, whole commands): the longest ones start while the short files remain to fill the
+    # other pytest-xdist worker, instead of one of them ending the run alone. Otherwise the
     # collected order is kept.
     first = {item.path for item in items if item.get_closest_marker("study")}
-    items.sort(key=lambda item: item.path not in first)
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: (item.path not in first, item.path not in slow))

@@ -1,5 +1,6 @@
 """`forgetbench sweep --executor ray` on a local Ray with 2 workers gives the process pool's
-results: 4 tiny trials (2 methods x 2 learning rates, 1 epoch, forget01)."""
+results: 4 tiny trials (2 methods x 2 learning rates, 1 epoch, forget01) on the session's tiny
+models."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ except ImportError:
 SWEEP = """\
 scale: tiny
 unlearn: {epochs: 1}
-eval: {formats: false, lume: false}
+eval: {formats: false, lume: false, mia_shadows: 0}
 study: {workers: 2}
 sweep:
   select_split: forget01
@@ -54,11 +55,17 @@ def _same(a, b):
 
 
 @pytest.mark.slow
-def test_a_ray_sweep_matches_the_process_pool(tmp_path, monkeypatch):
+def test_a_ray_sweep_matches_the_process_pool(tiny_study, tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     config = tmp_path / "sweep.yaml"
     config.write_text(SWEEP)
     pool, on_ray = tmp_path / "pool", tmp_path / "ray"
+    # The session's tiny models (the same stages the sweep's config asks for): what is compared
+    # is where the trials run, not training them again. No shadow models: LiRA and RMIA are
+    # row-time attacks over evaluations both executors share.
+    pool.mkdir()
+    for stage in ("data", "models"):
+        shutil.copytree(tiny_study[0] / stage, pool / stage, symlinks=True)
     assert main(["sweep", "--config", str(config), "--out", str(pool), "--no-progress"]) == 0
     # The Ray sweep reuses the trained models (cache off: a stage folder of the same inputs is
     # reused in place) but unlearns and evaluates every trial again, in Ray tasks.

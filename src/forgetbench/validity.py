@@ -225,6 +225,14 @@ def problems(validity: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     ]
 
 
+def passed(validity: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The checks that passed, as stored."""
+    if not validity:
+        return []
+    checks = [c for s in validity.get("splits", {}).values() for c in s.get("checks", [])]
+    return [c for c in checks if c.get("status") == "pass"]
+
+
 def ranks(validity: Mapping[str, Any] | None) -> bool:
     """Whether the study's methods may be ranked: no check failed (results files written before
     the gates existed carry no block and keep their leaderboard)."""

@@ -34,6 +34,7 @@ from forgetbench.validity import (
     DISTINGUISHABLE_BAR,
     LEARNT_MARGIN,
     failed_checks,
+    passed,
     problems,
     ranks,
 )
@@ -166,11 +167,7 @@ def _validity(validity: Mapping[str, Any] | None) -> dict[str, Any]:
     checks = problems(validity)
     level = "fail" if failed_checks(validity) else ("unknown" if checks or not validity else "pass")
     if checks:  # which gates did pass, under the ones that did not
-        passed = [
-            c for s in validity.get("splits", {}).values()  # type: ignore[union-attr]
-            for c in s.get("checks", []) if c.get("status") == "pass"
-        ]  # fmt: skip
-        checks = [*checks, *passed]
+        checks = [*checks, *passed(validity)]
     return {
         "verdict": verdict(validity),
         "checks": checks,

@@ -12,7 +12,16 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from forgetbench.metrics.lume import MMLU_THRESHOLD
-from forgetbench.rows import COLUMNS, OPTIONAL_COLUMNS, UTILITY_RATIO, Row, number, splits, step_of
+from forgetbench.rows import (
+    COLUMNS,
+    OPTIONAL_COLUMNS,
+    UTILITY_RATIO,
+    Row,
+    as_number,
+    number,
+    splits,
+    step_of,
+)
 
 
 def board_cell(entry: Mapping[str, Any], key: str) -> str:
@@ -60,8 +69,8 @@ def leaderboard_columns(board: Sequence[Mapping[str, Any]]) -> list[tuple[str, s
 def format_privleak(value: Any) -> str:
     """PrivLeak is a percentage in [-100, inf): one decimal and its sign, which is its reading
     (MUSE: negative = the forget set still looks seen, positive = over-unlearned)."""
-    number_ = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-    return "—" if number_ is None else f"{number_:+.1f}"
+    found = as_number(value)
+    return "—" if found is None else f"{found:+.1f}"
 
 
 def format_cell(value: Any) -> str:

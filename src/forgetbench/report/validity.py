@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from forgetbench.validity import failed_checks, problems
+from forgetbench.validity import failed_checks, passed, problems
 
 NOT_RANKED = (
     "This study cannot rank methods: a validity gate failed. The rows are all kept "
@@ -37,13 +37,8 @@ def verdict(validity: Mapping[str, Any] | None) -> str:
     return "Validity gates: all pass (" + "; ".join(passed_findings(validity)) + ")."
 
 
-def passed_findings(validity: Mapping[str, Any]) -> list[str]:
-    return [
-        c["finding"]
-        for s in validity.get("splits", {}).values()
-        for c in s.get("checks", [])
-        if c.get("status") == "pass"
-    ]
+def passed_findings(validity: Mapping[str, Any] | None) -> list[str]:
+    return [c["finding"] for c in passed(validity)]
 
 
 def print_validity(validity: Mapping[str, Any] | None, console: Console | None = None) -> None:
@@ -60,5 +55,5 @@ def print_validity(validity: Mapping[str, Any] | None, console: Console | None =
         if check.get("todo"):
             console.print(f"    what to do: {escape(check['todo'])}", highlight=False)
     if problems(validity):  # which gates did pass, so the next attempt knows where it stands
-        for finding in passed_findings(validity or {}):
+        for finding in passed_findings(validity):
             console.print(f"  PASS: {escape(finding)}", highlight=False)

@@ -152,17 +152,23 @@ def eval_command(
 Reference = tuple[EvalLog | None, dict[str, Any] | None]
 
 
+def log_folder(log_path: str | Path) -> Path:
+    """The folder of an eval log given as a folder or as one of its files."""
+    path = Path(log_path)
+    return path if path.is_dir() else path.parent
+
+
+def summary_scores(log_path: str | Path) -> Any:
+    """The scores of the summary.json `forgetbench eval` wrote beside a log; None without one."""
+    summary_file = log_folder(log_path) / SUMMARY_NAME
+    return read_json(summary_file).get("scores") if summary_file.is_file() else None
+
+
 def read_reference(retain_log: str | Path | None) -> Reference:
     """A retain model's eval log and, beside it, its summary's scores (for privleak)."""
     if not retain_log:
         return None, None
-    reference_scores = None
-    reference_log = read_eval_log(retain_log)
-    summary_file = Path(retain_log)
-    summary_file = (summary_file if summary_file.is_dir() else summary_file.parent) / SUMMARY_NAME
-    if summary_file.is_file():
-        reference_scores = read_json(summary_file).get("scores")
-    return reference_log, reference_scores
+    return read_eval_log(retain_log), summary_scores(retain_log)
 
 
 def eval_extension(config: RunConfig, model: str | None, reference: Reference) -> Extension:

@@ -16,12 +16,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
-from forgetbench.eval.runner import EXTRA_NAME, SUMMARY_NAME, relative_scores
+from forgetbench.eval.runner import EXTRA_NAME, relative_scores
 from forgetbench.eval.summary import UTILITY_SETS, set_scores
 from forgetbench.eval.tasks.mia import relative_membership
 from forgetbench.io import read_json
 from forgetbench.metrics.tofu import model_utility
-from forgetbench.study.evaluate import Evaluated, evaluate_cached
+from forgetbench.study.evaluate import Evaluated, evaluate_cached, log_folder, summary_scores
 from forgetbench.study.inputs import Study
 from forgetbench.study.pool import InlinePool
 from forgetbench.study.unlearn import unlearn_split
@@ -98,14 +98,10 @@ def logged_retain_row(split: str, log: EvalLog, config: RunConfig, out: Path) ->
     every score of the `summary.json` that `forgetbench eval` wrote beside the log (membership
     inference and memorisation included), else the TOFU sub-scores and model utility computed
     from the log's sets. Its forget quality is its KS test against itself: 1 by definition."""
-    where = Path(log.source)
-    where = where if where.is_dir() else where.parent  # the folder, as every other row's log
-    summary = where / SUMMARY_NAME
+    found = summary_scores(log.source)
     scores: dict[str, Any] = {}
-    if summary.is_file():
-        found = read_json(summary, what="evaluation summary").get("scores")
-        if isinstance(found, dict):
-            scores = {k: v for k, v in found.items() if k != "forget_quality"}
+    if isinstance(found, dict):
+        scores = {k: v for k, v in found.items() if k != "forget_quality"}
     if not scores:
         form = config.eval.truth_ratio_form
         for set_log in log.sets.values():
@@ -121,7 +117,7 @@ def logged_retain_row(split: str, log: EvalLog, config: RunConfig, out: Path) ->
         "step": 0,
         "epoch": 0.0,
         **scores,
-        "log": os.path.relpath(where, out),
+        "log": os.path.relpath(log_folder(log.source), out),  # a folder, as every row's log
     }
 
 

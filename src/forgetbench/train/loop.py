@@ -126,7 +126,7 @@ class LoopConfig:
     # Trainer: floor(warmup_epochs x examples / batch_size) warm-up steps (its
     # `load_trainer_args`), the first at lr 0 (`get_linear_schedule_with_warmup`).
     schedule: str = "linear"
-    # Each epoch's order as HF Trainer's `group_by_length` (`length_grouped_order`): a random
+    # Each epoch's order as HF Trainer's `group_by_length` (order.length_grouped_order): a random
     # permutation cut into megabatches, each sorted longest first, so a batch holds examples of
     # similar length and pads little. Off by default: it changes the order, hence the numbers.
     group_by_length: bool = False

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         same = results.get("same_data", {})
         # The matched-utility leaderboard ranks TOFU's forget quality and model utility; a
         # study without them (MUSE, WMDP) has its own tables in the report.
-        tofu_rows = has_key(results["rows"], "forget_quality")
+        tofu_rows = has_key(results["rows"], "model_utility")
         if tofu_rows and ranks(validity):
             print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
         elif tofu_rows:

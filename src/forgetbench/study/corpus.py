@@ -41,11 +41,25 @@ from forgetbench.validity import check_gaps
 ANSWER_FIELDS = frozenset(f for f in INPUT_FIELDS if "refusal" in f) | ALTERNATE_FIELDS
 
 
+def answers_questions(name: str) -> frozenset[str]:
+    """What method `name` reads that only a question has (empty for a method that unlearns text)."""
+    return build_method(name, {}).required_inputs() & ANSWER_FIELDS
+
+
+def document_methods(config: RunConfig) -> RunConfig:
+    """The config with the default study's methods cut to those that unlearn documents, when the
+    user named none (methods they name are checked by `refuse_document_methods`)."""
+    if "methods" in config.study.model_fields_set:
+        return config
+    methods = [m for m in config.study.methods if not answers_questions(m)]
+    return config.model_copy(update={"study": config.study.model_copy(update={"methods": methods})})
+
+
 def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
     """A method that trains toward another answer to a question (a refusal, an alternate) has
     nothing to train toward on a document: refused in one sentence, before any work."""
     for name in methods:
-        needs = build_method(name, {}).required_inputs() & ANSWER_FIELDS
+        needs = answers_questions(name)
         if needs:
             what = "alternate answers" if needs & ALTERNATE_FIELDS else "a refusal"
             raise ConfigError(
@@ -67,16 +81,11 @@ def refuse_unread_options(config: RunConfig, bench: CorpusBenchmark) -> None:
             "drop --model (give your own data folder with --data)",
         )
     study = config.study
-    unread = {
-        "study.attacks": study.attacks,
-        "study.seeds": study.seeds,
-        "study.sequence": study.sequence,
-        "study.meta_eval": study.meta_eval,
-        "study.retain_logs": study.retain_logs,
-        "study.mia_shadow_models": study.mia_shadow_models,
-        "study.unlearn_formats": study.unlearn_formats != ["qa"],
-    }
-    for key, value in unread.items():
+    # Refused when set (the default study's robustness attacks are simply not run).
+    unread = ("attacks", "seeds", "sequence", "meta_eval", "retain_logs", "mia_shadow_models")
+    given = {f"study.{k}": getattr(study, k) for k in unread if k in study.model_fields_set}
+    given["study.unlearn_formats"] = study.unlearn_formats != ["qa"]
+    for key, value in given.items():
         if value:
             raise ConfigError(
                 f"{key} is an option of the TOFU-shaped study, which {where} does not read",
@@ -158,6 +167,7 @@ def run_corpus_study(
 ) -> dict[str, Any]:
     """The whole study of document benchmark `bench`, written to `out` as results.json."""
     started = time.perf_counter()
+    config = document_methods(config)
     refuse_unread_options(config, bench)
     if given_data(config) is not None:
         bench.require(Path(given_data(config)))  # type: ignore[arg-type]  # before any output

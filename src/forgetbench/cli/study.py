@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.html import build_report
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
     from forgetbench.report.validity import print_validity
-    from forgetbench.rows import has_key, leaderboard
+    from forgetbench.rows import leaderboard, tofu_scored
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import run_study
     from forgetbench.validity import ranks
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         same = results.get("same_data", {})
         # The matched-utility leaderboard ranks TOFU's forget quality and model utility; a
         # study without them (MUSE, WMDP) has its own tables in the report.
-        tofu_rows = has_key(results["rows"], "model_utility")
+        tofu_rows = tofu_scored(results["rows"])
         if tofu_rows and ranks(validity):
             print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
         elif tofu_rows:

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.html import build_report
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
     from forgetbench.report.validity import print_validity
-    from forgetbench.rows import leaderboard
+    from forgetbench.rows import leaderboard, tofu_scored
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import run_study
     from forgetbench.validity import ranks
@@ -51,9 +51,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print_validity(validity)
         # Identical splits once, as in the report: their rows are the computed split's.
         same = results.get("same_data", {})
-        if ranks(validity):
+        # The matched-utility leaderboard ranks TOFU's forget quality and model utility; a
+        # study without them (MUSE, WMDP) has its own tables in the report.
+        tofu_rows = tofu_scored(results["rows"])
+        if tofu_rows and ranks(validity):
             print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
-        else:
+        elif tofu_rows:
             print("leaderboard withheld: the report shows the rows greyed, under the same banner")
         for split, computed in same.items():
             print(

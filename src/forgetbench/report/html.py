@@ -138,6 +138,9 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         ranks=row_math.tie_ranks(board),
         privleak_column=any(key == "privleak" for key, _ in columns),
         board=board,
+        # The matched-utility leaderboard ranks TOFU's scores; rows without them (MUSE, WMDP)
+        # would draw it empty.
+        tofu_board=row_math.tofu_scored(rows),
         references=references,
         seeds=seeds,
         columns=columns,

@@ -111,6 +111,28 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
 
 
 @pytest.mark.slow
+def test_eval_scores_your_model_on_a_muse_folder_as_the_study_did(muse_study, tmp_path, capsys):
+    run, results = muse_study
+    retain, finetuned = results["rows"][0], results["rows"][1]
+    data = str(run / "data-muse")
+    (retain_model,) = run.glob("models/*muse-retain*/model")
+    common = ["eval", "--benchmark", "muse", "--data", data, "--json", "--no-progress"]
+    assert main([*common, "--model", str(retain_model), "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    argv = [*common, "--model", finetuned["model"] if "model" in finetuned else results["model"]]
+    assert main([*argv, "--out", str(tmp_path / "f"), "--retain-log", str(tmp_path / "r")]) == 0
+    scores = json.loads(capsys.readouterr().out)["scores"]
+    for key in ("muse/verbmem_f", "muse/knowmem_f", "muse/knowmem_r", "muse/mia/min_k"):
+        assert scores[key] == pytest.approx(finetuned[key], abs=1e-9), key
+    # PrivLeak against the retain model's summary, as the study computed it.
+    assert scores["muse/privleak"] == pytest.approx(finetuned["muse/privleak"], abs=1e-9)
+    # A retain log without a summary is one sentence naming it.
+    line = _refused([*argv, "--out", str(tmp_path / "g"), "--retain-log", data], capsys,
+                    "summary.json")  # fmt: skip
+    assert "--retain-log" in line and not (tmp_path / "g").exists()
+
+
+@pytest.mark.slow
 def test_npo_on_the_forget_chunks_moves_the_model(muse_study):
     _, results = muse_study
     finetuned, unlearnt = results["rows"][1], results["rows"][-1]

@@ -87,11 +87,11 @@ def _refuse_unused(
     from forgetbench.train.mini import check_mini_train_options
 
     command = args.command
-    if config.benchmark.name in DOCUMENT_BENCHMARKS and command not in ("run", "config"):
+    if config.benchmark.name in DOCUMENT_BENCHMARKS and command not in ("run", "eval", "config"):
         name = config.benchmark.name
         raise ConfigError(
             f"forgetbench {command} --benchmark {name}: {name} is studied by 'forgetbench run' "
-            "only, which trains, unlearns and scores its documents",
+            "(which trains, unlearns and scores its documents) and scored by 'forgetbench eval'",
             f"run 'forgetbench run --benchmark {name}', or check a folder with 'forgetbench "
             f"data stats --benchmark {name} --path DIR'",
         )

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
+from forgetbench.benchmarks.corpus import CorpusBenchmark, corpus_benchmark
 from forgetbench.cache import shared_entry
 from forgetbench.config import EvalConfig, ModelConfig, RunConfig
 from forgetbench.data.logs import EvalLog, read_eval_log
 from forgetbench.data.tofu import eval_set_files, require_splits, split_file
-from forgetbench.errors import ConfigError
+from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.runner import SUMMARY_NAME, relative_scores, tofu_root
 from forgetbench.eval.tasks.lume import lume_final_scores
 from forgetbench.io import read_json
@@ -105,7 +106,9 @@ def eval_command(
     # then means a TOFU-layout folder, which may carry the miniature's formats and LUME beside it
     # (every task reads "mini" and "tofu" alike), and the summary records it as tofu.
     benchmark = "tofu" if config.benchmark.name == "mini" else config.benchmark.name
-    reference = read_reference(retain_log)  # read before the work, so a bad path fails at once
+    documents = corpus_benchmark(benchmark)
+    # Read before the work, so a bad path fails at once.
+    reference = read_reference(retain_log) if documents is None else (None, None)
     info = {
         "model": model,
         "data": data,
@@ -116,10 +119,14 @@ def eval_command(
         "metric_versions": {name: m.version for name, m in METRICS.items()},
         "config": config.model_dump(),
     }
-    extend = eval_extension(config, model, reference)
-
-    if benchmark != "lume":
-        require_eval_files(config, Path(data), quiet=quiet)
+    if documents is not None:
+        documents.require(Path(data))
+        extend = document_extension(documents, retain_log)
+        benchmark = documents.eval_layout
+    else:
+        extend = eval_extension(config, model, reference)
+        if benchmark != "lume":
+            require_eval_files(config, Path(data), quiet=quiet)
     tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
     study = Study(
         data=Path(data),
@@ -203,6 +210,27 @@ def eval_extension(config: RunConfig, model: str | None, reference: Reference) -
         # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
         added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
         return added
+
+    return extend
+
+
+def document_extension(bench: CorpusBenchmark, retain_log: str | None) -> Extension:
+    """What `forgetbench eval` adds to a document benchmark's scores: what the benchmark computes
+    against the retain model's (MUSE's PrivLeak), from the summary.json that `forgetbench eval`
+    wrote for the retain model (`--retain-log` names its folder or one of its files)."""
+    retain_scores = None
+    if retain_log:
+        retain_scores = summary_scores(retain_log)
+        if not isinstance(retain_scores, dict):
+            raise DataError(
+                f"--retain-log {retain_log}: no {SUMMARY_NAME} with scores in "
+                f"{log_folder(retain_log)}",
+                f"evaluate the retain model first with 'forgetbench eval --benchmark {bench.name} "
+                "--model RETAIN --data DIR --out FOLDER' and pass that folder",
+            )
+
+    def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
+        return bench.relative(scores, retain_scores) if retain_scores is not None else {}
 
     return extend
 

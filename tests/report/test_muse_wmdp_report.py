@@ -62,3 +62,17 @@ def test_the_terminal_prints_the_same_tables_with_names_as_text():
     assert re.search(r"npo\s+│\s+10\s+│\s+15\.50\s+│\s+8\.25\s+│\s+\+3\.5\s+│\s+36\.50", text)
     assert re.search(r"sustainability\s+│\s+npo\s+│\s+37\.00\s+│\s+35\.00\s+│\s+no", text)
     assert HOSTILE in text  # rich markup in a name is printed, not applied
+
+
+def test_a_muse_studys_gates_are_shown_without_tofus_leaderboard(tmp_path):
+    gate = {"name": "learnt", "status": "fail", "numbers": {"finetuned": 21.0, "retain": 20.0},
+            "finding": "news: finetuned VerbMem 21 vs retain 20 (at least 5 apart needed)",
+            "meaning": "the finetuned model did not learn the forget set", "todo": "train longer"}  # fmt: skip
+    validity = {"valid": False, "failed": ["news/learnt"],
+                "splits": {"news": {"valid": False, "checks": [gate]}}}  # fmt: skip
+    page = build_report(write_results(tmp_path, {**muse_results(), "validity": validity}))
+    page = page.read_text(encoding="utf-8")
+    assert 'id="validity"' in page and 'id="leaderboard"' not in page and 'id="muse"' in page
+    assert "finetuned VerbMem 21 vs retain 20 (at least 5 apart needed)" in page
+    assert "on the scores that show it learnt the forget set" in page
+    assert "forget quality must be below" not in page

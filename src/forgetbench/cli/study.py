@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Identical splits once, as in the report: their rows are the computed split's.
         same = results.get("same_data", {})
         if is_muse(results["rows"]) or is_wmdp(results["rows"]):
-            # MUSE's criteria and WMDP's accuracy have their own tables, as in the report.
+            # MUSE's criteria and WMDP's accuracy have their own tables, as in the report, after
+            # the study's gates when it has any.
+            if validity:
+                print_validity(validity)
             print_muse_wmdp(results["rows"], results.get("sequence", []))
         else:
             # The gates first: a leaderboard is only printed when its rows can be ranked.

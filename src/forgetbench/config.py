@@ -65,7 +65,10 @@ def retain_split_for(split: str) -> str:
 
 # The formats a forget set can be unlearned in (`study.unlearn_formats`): qa is TOFU's own.
 UNLEARN_FORMATS = ("qa", "cloze", "mcqa", "analogy", "comprehension")
-BENCHMARKS = ("mini", "tofu", "lume")
+# mini = the built-in TOFU-shaped miniature; muse and wmdp study their documents
+# (`forgetbench.benchmarks.corpus`), on their built-in miniatures unless --data names a folder.
+BENCHMARKS = ("mini", "tofu", "lume", "muse", "wmdp")
+DOCUMENT_BENCHMARKS = ("muse", "wmdp")
 
 
 # Per-setup defaults shipped as YAML (forgetbench/presets); train.presets turns one into a loop.
@@ -130,7 +133,9 @@ class _Section(BaseModel):
 
 class BenchmarkConfig(_Section):
     name: Literal[BENCHMARKS] = Field(  # type: ignore[valid-type]
-        "mini", description="mini = the built-in offline miniature; tofu or lume need data"
+        "mini",
+        description="mini = the built-in offline miniature; tofu or lume need data; muse and "
+        "wmdp (forgetbench run only) build their own miniature unless given data",
     )
     path: str | None = Field(None, description="local folder or Hugging Face dataset id")
     # Checked here, so a misspelt split fails before any data or training work.

@@ -205,6 +205,13 @@ def encode_prompt_answer(
     return Encoded(ids, labels, n_prompt)
 
 
+def encode_chunk(tokenizer: object, text: str, *, max_length: int) -> Encoded:
+    """A document chunk as plain language modelling: every token a label (the BOS the tokenizer
+    adds is a label too, and never predicted), no EOS since a chunk may end mid-document, as MUSE's
+    and WMDP's training code label their chunks."""
+    return encode_prompt_answer(tokenizer, "", text, max_length=max_length, add_eos=False)
+
+
 def collate(
     examples: Sequence[Encoded], *, pad_id: int, padding_side: str = "right"
 ) -> dict[str, Tensor]:

@@ -29,6 +29,15 @@ class QARecord:
 
 
 @dataclass(frozen=True)
+class TextRecord:
+    """A chunk of a document (MUSE's and WMDP's forget and retain corpora): trained on as plain
+    language modelling, every token a label and no prompt, no template and no EOS, as the
+    reference code trains on its token chunks (`forgetbench.data.chunks`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class PromptRecord:
     """A training text already laid out by its format: `prompt` (masked) then `answer` (the
     scored continuation, answer tag included), as a format's evaluation scores it. The unlearning

@@ -237,3 +237,57 @@ def ranks(validity: Mapping[str, Any] | None) -> bool:
     """Whether the study's methods may be ranked: no check failed (results files written before
     the gates existed carry no block and keep their leaderboard)."""
     return not failed_checks(validity)
+
+
+def _gap(
+    split: str, key: str, margin: float, what: str, finetuned: Row, retain: Row | None
+) -> dict[str, Any]:
+    mine, theirs = number(finetuned, key), None if retain is None else number(retain, key)
+    if mine is None or theirs is None:
+        return _check(
+            "learnt",
+            "unknown",
+            f"{split}: no {what} ({key}) for both the finetuned and the retain model",
+            "whether the finetuned model learnt the forget set is not known",
+            "train a retain model beside the finetuned one",
+        )
+    numbers = {"finetuned": mine, "retain": theirs, "margin": margin}
+    if mine - theirs >= margin:
+        return _check(
+            "learnt",
+            "pass",
+            f"{split}: finetuned {what} {mine:.3g} vs retain {theirs:.3g} (at least {margin:g} "
+            "apart)",
+            key=key,
+            **numbers,
+        )
+    return _check(
+        "learnt",
+        "fail",
+        f"{split}: the finetuned model's {what} is {mine:.3g}, the retain model's {theirs:.3g}: "
+        f"not {margin:g} above it, so the model did not learn what it is asked to forget",
+        "this study cannot rank methods: there is nothing measurable to unlearn",
+        _TRAIN_MORE,
+        key=key,
+        **numbers,
+    )
+
+
+def check_gaps(rows: Sequence[Row], gaps: Sequence[tuple[str, float, str]]) -> dict[str, Any]:
+    """The validity block of a document benchmark's study (MUSE, WMDP), in `check_validity`'s
+    shape: per split, one `learnt` check per (score key, margin, words) in `gaps`, passed where
+    the finetuned model's score is at least the margin above the retain model's (what it
+    learnt from the forget documents that the retain model never read)."""
+    found: dict[str, Any] = {}
+    for split in splits(rows):
+        finetuned = reference(rows, split, "finetuned")
+        if finetuned is None:
+            continue
+        retain = reference(rows, split, "retain")
+        checks = [_gap(split, key, margin, what, finetuned, retain) for key, margin, what in gaps]
+        found[split] = {"valid": all(c["status"] == "pass" for c in checks), "checks": checks}
+    return {
+        "valid": bool(found) and all(s["valid"] for s in found.values()),
+        "failed": failed_checks({"splits": found}),
+        "splits": found,
+    }

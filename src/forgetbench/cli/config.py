@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import FORGET_SPLITS, RunConfig, load_config
+from forgetbench.config import DOCUMENT_BENCHMARKS, FORGET_SPLITS, RunConfig, load_config
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.options import (
     FLAGS,
@@ -21,7 +21,7 @@ from forgetbench.options import (
     flag_value,
     unused_reason,
 )
-from forgetbench.study.given import is_miniature, trains_given_model
+from forgetbench.study.given import builtin_models, is_miniature, trains_given_model
 
 # The layers below (the study's miniature, the device, the method registry) are imported where
 # they are used: they import torch, which `forgetbench --help` never needs.
@@ -87,13 +87,21 @@ def _refuse_unused(
     from forgetbench.train.mini import check_mini_train_options
 
     command = args.command
+    if config.benchmark.name in DOCUMENT_BENCHMARKS and command not in ("run", "config"):
+        name = config.benchmark.name
+        raise ConfigError(
+            f"forgetbench {command} --benchmark {name}: {name} is studied by 'forgetbench run' "
+            "only, which trains, unlearns and scores its documents",
+            f"run 'forgetbench run --benchmark {name}', or check a folder with 'forgetbench "
+            f"data stats --benchmark {name} --path DIR'",
+        )
     unused = dict(UNUSED[command])
     throughput = command == "bench" and args.target == "train" and trains_given_model(config)
     if command == "bench" and args.target == "train" and not throughput:
         unused.update(UNUSED["bench train"])
     if command == "bench" and args.target == "study":
         unused = {**UNUSED["run"], **UNUSED["bench study"]}
-    miniature = is_miniature(config)
+    miniature = builtin_models(config)
     if not miniature:
         unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
     if throughput:

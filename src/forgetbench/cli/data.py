@@ -11,7 +11,7 @@ from forgetbench.config import BENCHMARKS
 from forgetbench.errors import UnknownNameError
 
 # Benchmarks whose released files `data stats` reads before any other command runs on them.
-STATS_BENCHMARKS = (*BENCHMARKS, "muse", "wmdp")
+STATS_BENCHMARKS = BENCHMARKS
 
 # The loaders and the console table are imported where they are used: they import the metrics
 # (scipy, numpy) and the miniature's generator, which `forgetbench --help` never needs.

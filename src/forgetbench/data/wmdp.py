@@ -54,6 +54,10 @@ LAYOUT = [
     ),
 ]
 _QUESTIONS = {entry.candidates[0].removesuffix(".jsonl"): entry for entry in LAYOUT[:3]}
+# The utility questions beside WMDP (MMLU, or the miniature's counterpart), optional: MMLU's
+# fields, `question, subject, choices, answer`, as `cais/mmlu` gives them.
+MMLU = LayoutFile("mmlu.jsonl (or .json)", ("mmlu.jsonl", "mmlu.json"), "utility", required=False)
+LAYOUT.append(MMLU)
 
 
 def question_file(folder: str | Path, subset: str) -> Path | None:
@@ -126,6 +130,23 @@ def _question(row: dict[str, Any], subset: str, index: int, where: str) -> MCRec
     )
 
 
+def load_mmlu(folder: str | Path) -> list[tuple[MCRecord, str]]:
+    """The utility questions of a WMDP folder's `mmlu.jsonl` with each one's MMLU subject (its
+    prompt names it); empty when the folder has none."""
+    file = MMLU.find(Path(folder))
+    if file is None:
+        return []
+    rows = _read_rows(file)
+    if not rows:
+        raise DataError(f"{file} has no rows", "expected one question per row")
+    found = []
+    for i, row in enumerate(rows):
+        where = f"{file} row {i}"
+        subject = string_field(row, "subject", where, fields=f"subject, {_FIELDS}")
+        found.append((_question(row, "mmlu", i, where), subject))
+    return found
+
+
 def load_wmdp_corpus(source: str | Path, name: str) -> list[str]:
     """The documents of one corpus (`bio-forget`, ...): a folder holding `wmdp-corpora/`, the
     `wmdp-corpora` folder itself, or the Hub id `cais/wmdp-corpora`."""
@@ -160,6 +181,10 @@ def wmdp_stats(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     path = require_folder(folder, "WMDP", "holding wmdp-bio/-cyber/-chem (and wmdp-corpora/)")
 
     def read(file: Path, entry: LayoutFile) -> dict[str, Any]:
+        if entry is MMLU:
+            questions = load_mmlu(path)
+            return {"set": "mmlu", "kind": "questions", "items": len(questions),
+                    "characters": sum(len(r.prompt) + sum(map(len, r.options)) for r, _ in questions)}  # fmt: skip
         if entry.group == "questions":
             subset = entry.candidates[0].removesuffix(".jsonl")
             records = load_wmdp(file, subset)

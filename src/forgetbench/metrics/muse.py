@@ -8,13 +8,15 @@ forget set against its holdout set (registered there as `muse/privleak`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from forgetbench.metrics.aggregation import AGGREGATIONS
 from forgetbench.metrics.info import register_metric
+from forgetbench.metrics.mia import privleak
 
 # MUSE's knowmem cuts the answer before the first of these (`get_prefix_before_words_occur`): a
 # few-shot prompt invites the model to go on with the next "Question:".
@@ -96,3 +98,24 @@ def knowmem(generations: Sequence[str], answers: Sequence[str]) -> np.ndarray:
     """Per question the ROUGE-L F1 of the generation, cut before MUSE's stop strings, against
     the reference answer (N,)."""
     return _rouge_l_f1([cut_at_stop_strings(g) for g in generations], answers)
+
+
+PRIVLEAK_ATTACK = "min_k"  # MUSE's privleak_auc_key 'forget_holdout_Min-40%'
+
+
+def privleak_scores(
+    scores: Mapping[str, Any], retain_scores: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """`muse/privleak` of one model's scores against a retain model's (its evaluation, or its
+    log's scores): MUSE's PrivLeak on the Min-K% AUC, x100, ~0 best, negative = still leaks.
+    None without a retain model: MUSE's own code falls back to AUCs it measured on its Llama-2
+    retrained model (`AUC_RETRAIN`), which say nothing of another model."""
+    key = f"muse/mia/{PRIVLEAK_ATTACK}"
+    if key not in scores:
+        return {}
+    retain_auc = None if retain_scores is None else retain_scores.get(key)
+    # At a retain AUC of 1 the ratio is undefined (`privleak` raises): no value, as in the TOFU
+    # rows' privleak.
+    undefined = retain_auc is None or retain_auc >= 1.0
+    value = None if undefined else privleak(scores[key], retain_auc)
+    return {"muse/privleak": value}

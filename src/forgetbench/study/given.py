@@ -5,7 +5,7 @@ Torch-free, so the command line can refuse what the miniature does not read befo
 
 from __future__ import annotations
 
-from forgetbench.config import ModelConfig, RunConfig
+from forgetbench.config import DOCUMENT_BENCHMARKS, ModelConfig, RunConfig
 
 
 def given_model(config: RunConfig) -> str | None:
@@ -32,3 +32,11 @@ def trains_given_model(config: RunConfig) -> bool:
     """`bench train` measures throughput (forgetbench's loop against HF's Trainer) on a model the
     user names: `--model`, or a built-in shape other than the scale's own (`model.size`)."""
     return given_model(config) is not None or config.model.size != "auto"
+
+
+def builtin_models(config: RunConfig) -> bool:
+    """The study trains the built-in tiny models (so `--scale` and the miniature's `train.*` apply):
+    the miniature's study, or a document benchmark's (MUSE, WMDP) on any data without --model."""
+    if config.benchmark.name in DOCUMENT_BENCHMARKS:
+        return given_model(config) is None
+    return is_miniature(config)

@@ -53,6 +53,9 @@ class Study:
     shadows: dict[str, list[Path]] = field(default_factory=dict)
     # The learning rate the finetuned model was trained with: the relearning attack's default.
     finetune_lr: float | None = None
+    # A document benchmark's name (`forgetbench.benchmarks.corpus`): unlearning then trains on
+    # its forget and retain documents, cut into chunks, instead of the data's TOFU splits.
+    documents: str | None = None
 
 
 @dataclass(frozen=True)

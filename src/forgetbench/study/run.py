@@ -5,25 +5,22 @@ stopped and a finished one reruns in seconds."""
 
 from __future__ import annotations
 
-import csv
-import io
-import subprocess
 import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
+from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.config import FORGET_SPLITS, RunConfig
 from forgetbench.data.logs import EvalLog, SetLog, match_questions, read_eval_log
 from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
-from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.metrics import METRICS
-from forgetbench.results import RESULTS_FILE, Results
-from forgetbench.rows import REFERENCE_METHODS, chosen_steps, leaderboard, seed_summary
+from forgetbench.rows import chosen_steps, leaderboard, seed_summary
 from forgetbench.study.attack import attack_job, attack_rows
+from forgetbench.study.corpus import run_corpus_study
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats
 from forgetbench.study.given import given_model, is_miniature
@@ -49,24 +46,9 @@ from forgetbench.study.meta_eval import meta_evaluate
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.sequence import sequence_rows
 from forgetbench.study.transfer import cross_format_rows
+from forgetbench.study.written import git_sha, write_results
 from forgetbench.train.presets import eval_preset
 from forgetbench.validity import check_validity
-
-CSV_NAME = "results.csv"
-
-
-def _git_sha() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def with_setup_defaults(config: RunConfig) -> RunConfig:
@@ -192,8 +174,11 @@ def run_study(
 ) -> dict[str, Any]:
     """`forgetbench run`: the study of the config's model and data (the built-in miniature's
     when it names none), written to `out` as results.json."""
-    started = time.perf_counter()
     quiet_transformers()
+    documents = corpus_benchmark(config.benchmark.name)
+    if documents is not None:  # MUSE, WMDP: the study its description makes
+        return run_corpus_study(config, documents, out=out, progress=progress)
+    started = time.perf_counter()
     config = with_setup_defaults(config)
     model = given_model(config)
     if config.study.meta_eval and not is_miniature(config):
@@ -264,7 +249,7 @@ def run_study(
         extra["seed_intervals"] = seed_summary(rows, leaderboard(rows))
     results = {
         "forgetbench_version": __version__,
-        "git_sha": _git_sha(),
+        "git_sha": git_sha(),
         "seed": config.seed,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "benchmark": config.benchmark.name,
@@ -513,39 +498,3 @@ def _attack_rows(
         return {}
     target = evaluated["finetuned"].scores.get("forget/rougeL")
     return attack_rows(outcomes, config=config, finetuned_rouge=target)
-
-
-def write_results(out: Path, results: dict[str, Any]) -> None:
-    """results.json (everything) and results.csv (one row per model and step), atomically."""
-
-    # Written through the model `report` reads with, so a study never writes a file the report
-    # would refuse; a ValidationError here is a bug in the study, not in anyone's file.
-    results = Results.model_validate(results).dump()
-    atomic_write_json(out / RESULTS_FILE, results)
-    atomic_write_text(out / CSV_NAME, results_csv(results["rows"]))
-
-
-def results_csv(rows: list[dict[str, Any]]) -> str:
-    """results.csv: one line per row of results.json, every key a column, plus `leaderboard`:
-    True on the row the leaderboard chose for its split and method (every seed's, with seeds),
-    False on the method's other steps, empty for the reference models. The leaderboard is then
-    the rows with leaderboard == True, sorted by forget quality."""
-    chosen = chosen_steps(rows)
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    # Before `log`, which has always closed the row.
-    at = columns.index("log") if "log" in columns else len(columns)
-    columns.insert(at, "leaderboard")
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        cells = {k: "" if row.get(k) is None else row.get(k) for k in columns}
-        if row["method"] in REFERENCE_METHODS:
-            cells["leaderboard"] = ""
-        else:
-            key = (row["split"], row["method"], int(row.get("step") or 0))
-            cells["leaderboard"] = key in chosen
-        writer.writerow(cells)
-    return buffer.getvalue()

@@ -9,14 +9,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.config import RunConfig, retain_split_for
+from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
 from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling import load_tokenizer
-from forgetbench.records import QARecord
+from forgetbench.records import QARecord, TextRecord
 from forgetbench.study.format_data import format_texts, split_authors
 from forgetbench.study.inputs import Study, resolve
 from forgetbench.train.loop import LoopConfig
@@ -45,6 +47,26 @@ def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[
             f"use the {split}_perturbed file that belongs to this {split}",
         )
     return perturbed
+
+
+def document_sets(
+    study: Study, split: str, config: RunConfig
+) -> tuple[list[TextRecord], list[TextRecord]]:
+    """A document benchmark's forget set `split` and its retain set as text chunks, cut as its
+    reference code cuts them (`CorpusBenchmark.chunk_tokens`, capped at the model's positions
+    less its BOS, and `chunk_mode`)."""
+    bench = corpus_benchmark(study.documents or "")
+    assert bench is not None  # the study was built from the registered description
+    tokenizer = load_tokenizer(study.finetuned, trust_remote_code=config.model.trust_remote_code)
+    length = min(bench.chunk_tokens, study.max_length - 1)
+
+    def chunks(documents: list[str]) -> list[TextRecord]:
+        return [
+            TextRecord(text)
+            for text in text_chunks(tokenizer, documents, length=length, mode=bench.chunk_mode)
+        ]
+
+    return chunks(bench.forget_sets[split](study.data)), chunks(bench.retain_texts(study.data))
 
 
 def resolve_method(
@@ -125,8 +147,13 @@ def unlearn_split(
     tofu = tofu_root(study.data)
     loop, method_options = study.unlearn_defaults(name)
     loop, method = resolve_method(config, name, loop, method_options)
-    forget: list[Any] = forget_records(tofu, split, method)
-    retain: list[Any] = load_tofu(tofu, retain_split_for(split))
+    forget: list[Any]
+    retain: list[Any]
+    if study.documents is not None:
+        forget, retain = document_sets(study, split, config)
+    else:
+        forget = forget_records(tofu, split, method)
+        retain = load_tofu(tofu, retain_split_for(split))
     start, label = study.finetuned, split
     if fmt != "qa":
         tokenizer = load_tokenizer(

@@ -25,6 +25,7 @@ from transformers import AutoTokenizer
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config import TrainConfig
+from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
 from forgetbench.io import read_json_records
@@ -33,6 +34,7 @@ from forgetbench.modeling import (
     Encoded,
     PromptTemplate,
     build_tiny_model,
+    encode_chunk,
     encode_prompt_answer,
     train_tokenizer,
 )
@@ -48,6 +50,7 @@ TEMPLATE = PromptTemplate("question_answer")  # the corpus writes its QA pairs i
 class MiniRecipe:
     pretrain: LoopConfig
     finetune: LoopConfig  # also the retain models' recipe: same recipe, retain split only
+    documents: LoopConfig  # the document benchmarks' finetuned and retain models (MUSE, WMDP)
     # Pretraining documents are cut at sentence ends into sequences of at most this many tokens.
     chunk_tokens: int = 48
     # Copies of every background QA pair per pretraining epoch: the mixture weight of the facts
@@ -72,7 +75,10 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         weight_decay=0.01,
         seed=seed,
     )
-    return MiniRecipe(pretrain, replace(pretrain, epochs=sizes.finetune_epochs))
+    # Documents (MUSE, WMDP): a dozen articles of ~300 tokens, a few full-context chunks, so
+    # batches of 4 and many epochs until the model reproduces them (docs/muse.md).
+    documents = replace(pretrain, epochs=sizes.corpus_epochs, batch_size=4, per_device_batch_size=4)
+    return MiniRecipe(pretrain, replace(pretrain, epochs=sizes.finetune_epochs), documents)
 
 
 # The `train.*` options a user may set for the miniature's finetune stage (and its retain models,
@@ -104,11 +110,13 @@ def check_mini_train_options(train: TrainConfig) -> None:
 
 
 def mini_finetune_config(
-    scale: str, *, seed: int = 0, train: TrainConfig | None = None
+    scale: str, *, seed: int = 0, train: TrainConfig | None = None, documents: bool = False
 ) -> tuple[LoopConfig, dict[str, int] | None]:
-    """The finetune (and retain) stage's loop and LoRA settings: the tuned recipe, with each
-    `train.*` option the user set (not the LLM defaults of `TrainConfig`) on top."""
-    loop = mini_recipe(scale, seed=seed).finetune
+    """The finetune (and retain) stage's loop and LoRA settings: the tuned recipe (`documents`:
+    the document benchmarks' recipe), with each `train.*` option the user set (not the LLM
+    defaults of `TrainConfig`) on top."""
+    recipe = mini_recipe(scale, seed=seed)
+    loop = recipe.documents if documents else recipe.finetune
     if train is None:
         return loop, None
     check_mini_train_options(train)
@@ -304,11 +312,39 @@ def finetune_mini(
     )
 
 
-def mini_unlearn_defaults(method: str, *, layers: int) -> tuple[LoopConfig, dict[str, object]]:
+def finetune_corpus(
+    run_dir: str | Path,
+    base_dir: Path,
+    texts: Sequence[str],
+    *,
+    name: str,
+    scale: str,
+    seed: int = 0,
+    progress: bool = True,
+    train: TrainConfig | None = None,
+) -> StageResult:
+    """A document benchmark's finetuned (or retain) model: the base trained on `texts` as plain
+    language modelling, in chunks of the model's whole context (`data.chunks`, stream: every token
+    of the corpus once an epoch), with the finetune recipe (`mini_finetune_config`). A stage
+    like the TOFU-shaped models, cached by its examples, recipe and base."""
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    loop, lora = mini_finetune_config(scale, seed=seed, train=train, documents=True)
+    max_length = get_scale(scale).model.max_positions
+    chunks = text_chunks(tokenizer, texts, length=max_length - 1, mode="stream")
+    examples = [encode_chunk(tokenizer, chunk, max_length=max_length) for chunk in chunks]
+    return run_stage(
+        run_dir, name=name, parent=base_dir, examples=examples, config=loop, lora=lora,
+        progress=progress,
+    )  # fmt: skip
+
+
+def mini_unlearn_defaults(
+    method: str, *, layers: int, preset: str = "mini"
+) -> tuple[LoopConfig, dict[str, object]]:
     """Per-method defaults for the built-in tiny models: the `mini` preset
-    (forgetbench/presets/mini.yaml), over the options a method derives from the model's depth
-    (`DepthScaledMethod`, e.g. which blocks RMU steers)."""
-    loop, options = unlearn_preset("mini", method)
+    (forgetbench/presets/mini.yaml; a document benchmark's own, e.g. `muse`), over the options a
+    method derives from the model's depth (`DepthScaledMethod`, e.g. which blocks RMU steers)."""
+    loop, options = unlearn_preset(preset, method)
     cls = get_method(method)
     if isinstance(cls, DepthScaledMethod):
         options = {**cls.options_for_depth(layers), **options}

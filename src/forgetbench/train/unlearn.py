@@ -46,6 +46,7 @@ from forgetbench.modeling import (
     PromptTemplate,
     apply_lora,
     collate,
+    encode_chunk,
     encode_prompt_answer,
     forward_logits,
     hidden_states_at,
@@ -55,7 +56,7 @@ from forgetbench.modeling import (
     position_limit,
     save_model,
 )
-from forgetbench.records import PromptRecord, QARecord
+from forgetbench.records import PromptRecord, QARecord, TextRecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
@@ -74,9 +75,9 @@ _FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden", "ref_forget_lo
 # Answer kinds the engine encodes per item and scores once under the start model when asked.
 _SCORED_KINDS = ("forget", "refusal", "alternate")
 ALTERNATE_FIELDS = frozenset({"alternate_logps", "alternate_mask", "ref_alternate_logps"})
-# What the engine trains on: a question and answer the template lays out, or a text laid out by
-# its format already.
-TrainingRecord = QARecord | PromptRecord
+# What the engine trains on: a question and answer the template lays out, a text laid out by
+# its format already, or a document chunk (every token scored).
+TrainingRecord = QARecord | PromptRecord | TextRecord
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,11 @@ def build_items(
     def encode(record: TrainingRecord, answer: str | None = None) -> Encoded:
         """`record` laid out by the template (a `PromptRecord` is laid out already), with
         `answer` (a refusal, an alternate) in place of its own."""
+        if isinstance(record, TextRecord):
+            # Every item carries a refusal, read only by methods that answer with one, which
+            # are refused on documents (`study.corpus.refuse_document_methods`).
+            text = record.text if answer is None else answer
+            return encode_chunk(tokenizer, text, max_length=max_length)
         if isinstance(record, PromptRecord):
             prompt = record.prompt
             text = record.answer if answer is None else template.answer(answer)

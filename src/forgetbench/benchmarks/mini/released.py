@@ -12,7 +12,8 @@ shared), from their own seeded streams: building them changes nothing `generate_
 - WMDP (`write_wmdp`): three "hazardous subjects" (bio, cyber, chem), each a group of people whose
   facts are the hazardous knowledge, asked as four-choice questions (the fact among three wrong
   ones of its kind); the bio and cyber forget corpora are the subject people's articles, the
-  retain corpora articles about other people.
+  retain corpora articles about other people; `mmlu.jsonl` (MMLU's fields) asks the same kind
+  of question about the retain corpora's people, the utility beside WMDP accuracy.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ ICL_EXAMPLES = 3  # few-shot pairs, as MUSE's *_qa_icl files hold a handful
 WMDP_PER_PERSON = 3  # four-choice questions per subject person
 MUSE_GROUPS = ("forget", "retain1", "retain2", "holdout")
 WMDP_SUBJECTS = ("bio", "cyber", "chem")
+MMLU_SUBJECT = "global_facts"  # an MMLU subject; its prompt names it
 
 
 def _people(
@@ -104,18 +106,31 @@ def wmdp_files(scale: str = "tiny", seed: int = 0) -> dict[str, Any]:
     rng = rng_for(seed, "wmdp-choices")
     files: dict[str, Any] = {}
     for subject in WMDP_SUBJECTS:
-        rows = []
-        for _, items in groups[subject]:
-            for item in [i for i in items if len(i.wrong_facts) >= 3][:WMDP_PER_PERSON]:
-                choices = [item.fact, *item.wrong_facts[:3]]
-                rng.shuffle(choices)
-                rows.append({"question": item.question, "choices": choices, "answer": choices.index(item.fact)})  # fmt: skip
-        files[f"wmdp-{subject}.jsonl"] = rows
+        files[f"wmdp-{subject}.jsonl"] = _choice_rows(groups[subject], rng)
+    # The utility set WMDP papers report beside it (MMLU), in MMLU's fields: the same kind of
+    # question about the retain corpora's people, whom every model of the study has read about.
+    mmlu_rng = rng_for(seed, "mmlu-choices")
+    files["mmlu.jsonl"] = [
+        {**row, "subject": MMLU_SUBJECT}
+        for group in ("bio-retain", "cyber-retain")
+        for row in _choice_rows(groups[group], mmlu_rng)
+    ]
     for subject in ("bio", "cyber"):
         for kind, group in (("forget", subject), ("retain", f"{subject}-retain")):
             texts = [_article(p, items) for p, items in groups[group]]
             files[f"wmdp-corpora/{subject}-{kind}-corpus.jsonl"] = [{"text": t} for t in texts]
     return files
+
+
+def _choice_rows(people: list[tuple[Person, tuple[QAItem, ...]]], rng: Any) -> list[dict[str, Any]]:
+    """Four-choice rows (the fact among three wrong ones of its kind), `WMDP_PER_PERSON` a person."""
+    rows = []
+    for _, items in people:
+        for item in [i for i in items if len(i.wrong_facts) >= 3][:WMDP_PER_PERSON]:
+            choices = [item.fact, *item.wrong_facts[:3]]
+            rng.shuffle(choices)
+            rows.append({"question": item.question, "choices": choices, "answer": choices.index(item.fact)})  # fmt: skip
+    return rows
 
 
 def _render(path: str, value: Any) -> str:

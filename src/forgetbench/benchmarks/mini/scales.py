@@ -65,6 +65,9 @@ class Scale:
     finetune_epochs: int
     meta_pools: PoolPlan  # the meta-evaluation's model pools (study/meta_eval.py)
     robustness_methods: tuple[str, ...]  # attacked by the robustness meta-evaluation by default
+    # Epochs of the document benchmarks' (MUSE, WMDP) finetuned and retain models over their
+    # articles, at batch 4: tiny's 150 take VerbMem from 25 (the retain model) to 59 (docs/muse.md).
+    corpus_epochs: int = 150
 
 
 SCALES: dict[str, Scale] = {

@@ -121,7 +121,7 @@ def formats_task(setup: EvalSetup) -> FormatsTask | None:
     absent files are skipped, so the published format datasets converted to that layout are read
     the same way."""
     folder = setup.root / "formats"
-    if setup.benchmark == "lume" or not setup.eval_config.formats or not folder.is_dir():
+    if not setup.tofu_layout or not setup.eval_config.formats or not folder.is_dir():
         return None
     subsets = {
         f"{name}/{side}": load_format(setup.root, name, side)

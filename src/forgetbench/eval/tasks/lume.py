@@ -99,7 +99,11 @@ def lume_task(setup: EvalSetup) -> LumeTask | None:
     """A LUME folder (`--benchmark lume`), or the miniature's `lume/` when it has one."""
     if setup.benchmark == "lume":
         folder = setup.root
-    elif setup.eval_config.lume and (setup.root / "lume" / "forget.jsonl").is_file():
+    elif (
+        setup.tofu_layout
+        and setup.eval_config.lume
+        and (setup.root / "lume" / "forget.jsonl").is_file()
+    ):
         folder = setup.root / "lume"
     else:
         return None

@@ -136,7 +136,7 @@ def document_membership(
 def mia_task(setup: EvalSetup) -> MembershipTask | None:
     """The forget split's answers against its held-out twin (`holdout{NN}`), where there is one."""
     holdout = setup.split.replace("forget", "holdout")
-    if setup.benchmark == "lume" or not setup.eval_config.mia:
+    if not setup.tofu_layout or not setup.eval_config.mia:
         return None
     if split_file(setup.tofu, holdout) is None:
         return None

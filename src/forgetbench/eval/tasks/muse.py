@@ -17,16 +17,17 @@ from forgetbench.data.muse import load_knowmem, load_muse_texts, load_verbmem
 from forgetbench.eval.requests import Generate, Request, Response
 from forgetbench.eval.tasks.mia import MembershipTask, document_membership
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
-from forgetbench.metrics import aggregate, mia, muse
+from forgetbench.metrics import aggregate, muse
+from forgetbench.metrics.muse import PRIVLEAK_ATTACK, privleak_scores
 from forgetbench.records import QARecord
 
 VERBMEM_MAX_NEW_TOKENS = 128  # MUSE's verbmem_max_new_tokens; the gt is cut to as many tokens
 KNOWMEM_MAX_NEW_TOKENS = 32  # MUSE's knowmem_max_new_tokens
-PRIVLEAK_ATTACK = "min_k"  # MUSE's privleak_auc_key 'forget_holdout_Min-40%'
 GRADNORM_P = 2.0  # open-unlearning's mia_gradnorm p
 # The two KnowMem sets: the questions and their few-shot examples.
 KNOWMEM = {"knowmem_f": ("forget_qa", "forget_qa_icl"), "knowmem_r": ("retain_qa", "retain_qa_icl")}
 PREFIX = "muse"
+__all__ = ["PRIVLEAK_ATTACK", "MuseTask", "muse_task", "privleak_scores"]
 
 
 def cut_reference(tokenizer: Any, text: str, max_tokens: int = VERBMEM_MAX_NEW_TOKENS) -> str:
@@ -124,21 +125,6 @@ class MuseTask:
         scores.update(membership.scores)
         logs["privleak"] = membership.items
         return TaskResult(scores, items=logs)
-
-
-def privleak_scores(
-    scores: Mapping[str, Any], retain_scores: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """`muse/privleak` of one model's scores against a retain model's (its evaluation, or its
-    log's scores): MUSE's PrivLeak on the Min-K% AUC, x100, ~0 best, negative = still leaks.
-    None without a retain model: MUSE's own code falls back to AUCs it measured on its Llama-2
-    retrained model (`AUC_RETRAIN`), which say nothing of another model."""
-    key = f"{PREFIX}/mia/{PRIVLEAK_ATTACK}"
-    if key not in scores:
-        return {}
-    retain_auc = None if retain_scores is None else retain_scores.get(key)
-    value = None if retain_auc is None else mia.privleak(scores[key], retain_auc)
-    return {f"{PREFIX}/privleak": value}
 
 
 @TASKS.register("muse")

@@ -31,7 +31,14 @@ class EvalSetup:
     root: Path  # the miniature's folder, or the folder given (a TOFU or LUME folder)
     tofu: Path  # the TOFU-layout folder: `root/tofu` for the miniature
     split: str  # forget split: forget01, forget05, forget10
-    benchmark: str  # mini | tofu | lume
+    benchmark: str  # mini | tofu | lume | muse | wmdp
+
+    @property
+    def tofu_layout(self) -> bool:
+        """The data is TOFU-shaped (the miniature's or a TOFU folder): the TOFU, MIA and formats
+        tasks read it; LUME, MUSE and WMDP folders have their own tasks."""
+        return self.benchmark in ("mini", "tofu")
+
     eval_config: EvalConfig
     template: PromptTemplate
     tokenizer: Any  # renders chat-template prompts; tasks never run the model

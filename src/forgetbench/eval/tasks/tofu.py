@@ -185,7 +185,7 @@ def memorisation_scores(matches: Sequence[Sequence[int] | np.ndarray]) -> dict[s
 
 @TASKS.register("tofu")
 def tofu_task(setup: EvalSetup) -> TofuTask | None:
-    if setup.benchmark == "lume":
+    if not setup.tofu_layout:
         return None
     sets = tofu_eval_sets(setup.tofu, setup.split, max_questions=setup.eval_config.max_questions)
     return TofuTask(

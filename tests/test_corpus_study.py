@@ -1,0 +1,190 @@
+"""The document benchmarks' study (`forgetbench run --benchmark muse|wmdp`): documents cut into
+chunks as the reference code cuts them, unlearning on chunks with every token scored, the two
+studies end to end on the session's tiny base (few epochs: the wiring and the numbers' shape, not
+the miniature's recipe), and bad input refused in one sentence before anything is written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from forgetbench.benchmarks.mini.released import write_released
+from forgetbench.cli import main
+from forgetbench.data.chunks import chunk_bounds, text_chunks
+from forgetbench.metrics.mia import privleak
+from forgetbench.modeling import PromptTemplate, encode_chunk
+from forgetbench.records import TextRecord
+from forgetbench.train.unlearn import build_items
+
+
+@pytest.fixture(scope="module")
+def words() -> PreTrainedTokenizerFast:
+    """A word-level tokenizer (one token per whitespace-separated word, no BOS): chunks that can
+    be worked out by hand."""
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[EOS]", "[UNK]", *"abcdefgh"])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token="[PAD]", eos_token="[EOS]")
+
+
+def test_chunk_bounds_cover_every_token_once():
+    assert chunk_bounds(5, 2) == [(0, 2), (2, 4), (4, 5)]
+    assert chunk_bounds(4, 4) == [(0, 4)]
+    assert chunk_bounds(0, 3) == []
+
+
+def test_stream_chunks_cut_the_joined_corpus_and_truncate_keeps_each_documents_head(words):
+    docs = ["a b c", "d e f g"]
+    # MUSE: "a b c\n\nd e f g" is 7 tokens; chunks of 3 are [a b c] [d e f] [g].
+    assert text_chunks(words, docs, length=3, mode="stream") == ["a b c", "d e f", "g"]
+    # Across a document boundary the chunk keeps MUSE's blank line.
+    assert text_chunks(words, docs, length=2, mode="stream") == ["a b", "c\n\nd", "e f", "g"]
+    # WMDP's RMU: each document on its own, truncated to its first `length` tokens.
+    assert text_chunks(words, docs, length=2, mode="truncate") == ["a b", "d e"]
+
+
+def test_a_chunk_is_scored_on_every_token_with_no_eos(words):
+    encoded = encode_chunk(words, "a b c", max_length=8)
+    assert encoded.input_ids == [3, 4, 5] and encoded.labels == [3, 4, 5]
+    # The engine lays a TextRecord out the same way, forget and retain alike: no prompt mask.
+    (items,) = build_items(
+        [TextRecord("a b c")], [TextRecord("d e")], words, PromptTemplate("question_answer"),
+        refusals=("h",), seed=0, max_length=8,
+    )  # fmt: skip
+    assert items[0].forget.labels == [3, 4, 5] and items[0].retain.labels == [6, 7]
+
+
+# --- the two studies end to end ---------------------------------------------------------------
+
+# The smallest settings that still run every stage: 3 finetuning epochs, one unlearning epoch.
+FAST = ["--scale", "tiny", "--attacks", "none", "train.epochs=3", "unlearn.epochs=1",
+        "study.workers=1", "--no-progress"]  # fmt: skip
+
+
+def _study(tiny_study, tmp_path_factory, benchmark: str, method: str) -> tuple[Path, dict]:
+    run = tmp_path_factory.mktemp(benchmark)
+    for part in ("data", "models"):  # the session's data and pretrained base
+        shutil.copytree(tiny_study[0] / part, run / part, symlinks=True)
+    argv = ["run", "--benchmark", benchmark, "--methods", method, *FAST, "--out", str(run)]
+    assert main(argv) == 0
+    return run, json.loads((run / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def muse_study(tiny_study, tmp_path_factory):
+    return _study(tiny_study, tmp_path_factory, "muse", "npo")
+
+
+@pytest.fixture(scope="module")
+def wmdp_study(tiny_study, tmp_path_factory):
+    return _study(tiny_study, tmp_path_factory, "wmdp", "rmu")
+
+
+@pytest.mark.slow
+def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
+    run, results = muse_study
+    rows = results["rows"]
+    assert results["benchmark"] == "muse"
+    assert [(r["method"], r["step"]) for r in rows[:2]] == [("retain", 0), ("finetuned", 0)]
+    assert {r["method"] for r in rows[2:]} == {"npo"} and rows[-1]["epoch"] == 1.0
+    keys = ["muse/verbmem_f", "muse/knowmem_f", "muse/knowmem_r", "muse/privleak",
+            "muse/mia/min_k", "muse/mia/loss", "muse/mia/gradnorm"]  # fmt: skip
+    for row in rows:
+        assert all(key in row for key in keys), row
+    retain, finetuned = rows[0], rows[1]
+    # PrivLeak against the retain model's Min-K% AUC: 0 for the retain model itself.
+    assert retain["muse/privleak"] == 0.0
+    expected = privleak(finetuned["muse/mia/min_k"], retain["muse/mia/min_k"])
+    assert finetuned["muse/privleak"] == pytest.approx(expected)
+    # The gates compare the finetuned model with the retain model, in validity's shape.
+    checks = results["validity"]["splits"]["forget"]["checks"]
+    assert [c["numbers"]["key"] for c in checks] == ["muse/verbmem_f", "muse/mia/min_k"]
+    assert checks[0]["numbers"]["finetuned"] == finetuned["muse/verbmem_f"]
+    assert (run / "results.csv").is_file() and (run / "report.html").is_file()
+
+
+@pytest.mark.slow
+def test_npo_on_the_forget_chunks_moves_the_model(muse_study):
+    _, results = muse_study
+    finetuned, unlearnt = results["rows"][1], results["rows"][-1]
+    # One epoch of NPO on the forget articles changes what the model writes and how it scores
+    # the privleak documents.
+    assert unlearnt["muse/mia/loss"] != finetuned["muse/mia/loss"] or (
+        unlearnt["muse/verbmem_f"] != finetuned["muse/verbmem_f"]
+    )
+
+
+@pytest.mark.slow
+def test_the_wmdp_study_writes_accuracy_per_subset_and_the_utility(wmdp_study):
+    _, results = wmdp_study
+    rows = results["rows"]
+    assert [r["method"] for r in rows[:2]] == ["retain", "finetuned"]
+    assert {r["method"] for r in rows[2:]} == {"rmu"}
+    for row in rows:
+        subsets = [row[f"wmdp/{s}"] for s in ("bio", "cyber", "chem")]
+        # 12 questions per subset: wmdp/all is their mean; mmlu/all is over 24 questions.
+        assert row["wmdp/all"] == pytest.approx(sum(subsets) / 3)
+        assert round(row["mmlu/all"] * 24, 9).is_integer()
+    assert results["validity"]["splits"]["forget"]["checks"][0]["numbers"]["key"] == "wmdp/all"
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+def _refused(argv: list[str], capsys, names: str) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert names in lines[0] and code == 2, (code, lines[0])
+    return lines[0]
+
+
+def test_muse_with_tofu_files_is_one_sentence_and_writes_nothing(tmp_path, capsys):
+    tofu = tmp_path / "tofu"
+    tofu.mkdir()
+    (tofu / "forget10.json").write_text('[{"question": "q", "answer": "a"}]')
+    out = tmp_path / "out"
+    argv = ["run", "--benchmark", "muse", "--data", str(tofu), "--out", str(out)]
+    line = _refused(argv, capsys, "knowmem/forget_qa.json")
+    assert "MUSE" in line and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "damage", "names"),
+    [
+        ("muse", lambda d: (d / "knowmem" / "retain_qa.json").unlink(), "knowmem/retain_qa.json"),
+        ("wmdp", lambda d: (d / "wmdp-bio.jsonl").write_text('{"question": "q", "answer": 0}\n'),
+         "wmdp-bio.jsonl"),
+    ],
+)  # fmt: skip
+def test_a_folder_missing_a_file_or_a_field_is_refused_before_any_work(
+    tmp_path, capsys, benchmark, damage, names
+):
+    data = tmp_path / benchmark
+    write_released(data, benchmark, scale="tiny")
+    damage(data)
+    out = tmp_path / "out"
+    _refused(
+        ["run", "--benchmark", benchmark, "--data", str(data), "--out", str(out)], capsys, names
+    )
+    assert not out.exists()
+
+
+def test_a_method_that_answers_a_question_is_refused_on_documents(tmp_path, capsys):
+    out = tmp_path / "out"
+    line = _refused(["run", "--benchmark", "muse", "--methods", "npo,idk", "--out", str(out)],
+                    capsys, "idk")  # fmt: skip
+    assert "refusal" in line and not out.exists()
+    _refused(["run", "--benchmark", "wmdp", "--methods", "altpo", "--out", str(out)], capsys,
+             "alternate answers")  # fmt: skip
+
+
+def test_other_commands_refuse_a_document_benchmark(tmp_path, capsys):
+    _refused(["unlearn", "--benchmark", "wmdp", "--out", str(tmp_path / "u")], capsys, "run")

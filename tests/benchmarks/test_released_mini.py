@@ -98,7 +98,7 @@ def test_data_generate_writes_both_released_folders_beside_tofu_unchanged(tmp_pa
     )
     assert manifest["files"]["wmdp/wmdp-chem.jsonl"]["records"] == 3 * PEOPLE["tiny"]
     # The loaders read them in place, and `data stats` counts them with the rest.
-    assert len(require_muse(out / "muse/news")) == 32 and len(require_wmdp(out / "wmdp")) == 7
+    assert len(require_muse(out / "muse/news")) == 32 and len(require_wmdp(out / "wmdp")) == 8
     stats = {r["file"]: r for r in mini_stats(out)}
     assert stats["muse/news/verbmem/forget.json"]["records"] == PEOPLE["tiny"]
     assert stats["wmdp/wmdp-corpora/bio-forget-corpus.jsonl"]["kind"] == "documents"

@@ -11,7 +11,7 @@ from forgetbench.benchmarks.mini.released import PEOPLE, write_released
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.benchmarks.mini.world import build_world
 from forgetbench.data.muse import load_knowmem, load_verbmem, require_muse
-from forgetbench.data.wmdp import load_wmdp, require_wmdp
+from forgetbench.data.wmdp import load_mmlu, load_wmdp, require_wmdp
 from forgetbench.errors import DataError
 
 # sha256 over every (path, text) of build_files(scale="tiny", seed=0), measured before the
@@ -54,12 +54,18 @@ def test_wmdp_miniature_is_a_wmdp_folder_with_exact_counts(tmp_path):
     rows = {r["set"]: r["items"] for r in require_wmdp(tmp_path)}
     n = PEOPLE["tiny"]
     assert rows == {"wmdp-bio": 3 * n, "wmdp-cyber": 3 * n, "wmdp-chem": 3 * n,
-                    "bio-forget": n, "bio-retain": n, "cyber-forget": n, "cyber-retain": n}  # fmt: skip
+                    "bio-forget": n, "bio-retain": n, "cyber-forget": n, "cyber-retain": n,
+                    "mmlu": 3 * 2 * n}  # fmt: skip
     questions = load_wmdp(tmp_path, "wmdp-bio")
     assert all(len(set(q.options)) == 4 for q in questions)
     assert len({q.label for q in questions}) > 1  # the right answer is not always in one place
     corpus = (tmp_path / "wmdp-corpora" / "bio-forget-corpus.jsonl").read_text()
     assert all(q.options[q.label] in corpus for q in questions)  # the corpus teaches the answers
+    # The utility questions ask about the retain corpora's people, in MMLU's fields.
+    retain = (tmp_path / "wmdp-corpora" / "bio-retain-corpus.jsonl").read_text()
+    retain += (tmp_path / "wmdp-corpora" / "cyber-retain-corpus.jsonl").read_text()
+    utility = load_mmlu(tmp_path)
+    assert all(r.options[r.label] in retain and s == "global_facts" for r, s in utility)
 
 
 def test_deterministic_apart_from_the_tofu_world_and_leaving_it_unmoved(tmp_path):

@@ -43,7 +43,7 @@ HELPERS = {
     "memorisation": set(),
     "lume": {"mmlu_below_threshold"},
     "formats": {"mc_choice"},
-    "muse": {"cut_at_stop_strings"},
+    "muse": {"cut_at_stop_strings", "privleak_scores"},  # PrivLeak against a retain model
     "gradnorm": set(),
     "wmdp": set(),
 }

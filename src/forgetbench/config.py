@@ -202,6 +202,11 @@ class TrainConfig(_Section):
     warmup_epochs: float = Field(1.0, ge=0, description="linear warm-up, in epochs")
     max_length: int = Field(512, ge=8, description="tokens per prompt+answer; longer ones are cut")
     checkpoint_every: int = Field(0, ge=0, description="optimizer steps; 0 = at each epoch end")
+    group_by_length: bool = Field(
+        False,
+        description="batch questions of similar length together, as HF Trainer's "
+        "group_by_length: less padding, another data order",
+    )
     lora: bool = Field(False, description="train LoRA adapters instead of every weight")
     lora_rank: int = Field(8, ge=1, description="LoRA rank")
     lora_alpha: int = Field(16, ge=1, description="LoRA alpha")

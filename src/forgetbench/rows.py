@@ -82,8 +82,21 @@ def final(rows: Sequence[Row], split: str, method: str) -> Row | None:
     return path[-1] if path else None
 
 
+# The score families of the document benchmarks' rows (`forgetbench run --benchmark muse|wmdp`).
+DOCUMENT_FAMILIES = ("muse/", "wmdp/", "mmlu/")
+
+
 def has_key(rows: Sequence[Row], key: str) -> bool:
     return any(number(r, key) is not None for r in rows)
+
+
+def tofu_scored(rows: Sequence[Row]) -> bool:
+    """Whether the matched-utility leaderboard has anything to rank: False only for a document
+    benchmark's rows (MUSE, WMDP: `DOCUMENT_FAMILIES` keys and no TOFU score), which it would
+    draw empty."""
+    keys = {key for row in rows for key in row}
+    tofu = any(k in ("forget_quality", "model_utility") or k.startswith("forget/") for k in keys)
+    return tofu or not any(k.startswith(DOCUMENT_FAMILIES) for k in keys)
 
 
 def leaderboard(

@@ -3,6 +3,7 @@ recipe must lose the same per step (the real check that the recipes match), and 
 token counts, padding share and FLOP rate follow from the batches. No timing assertions."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from transformers import AutoTokenizer
@@ -113,3 +114,32 @@ def test_bench_train_refuses_what_it_would_not_read(argv, said, tmp_path, capsys
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
     assert not (tmp_path / "bench_train.json").exists()
+
+
+def test_length_grouped_batches_pad_less_with_both_trainers(report, tmp_path):
+    """`group_by_length`: 32 questions in HF's length-grouped order (batches of 8, one
+    megabatch), fewer padded positions than the random order's, and HF's Trainer, fed the same
+    order, still loses the same."""
+    out, _ = report
+    tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))
+    records = load_tofu(out / "data" / "tofu", "full")[:32]
+    examples = encode_qa(records, tokenizer, TEMPLATE, max_length=512)
+    lengths = [len(e.input_ids) for e in examples]
+    plain = LoopConfig(lr=1e-3, epochs=1, batch_size=8, per_device_batch_size=4)
+    config = replace(plain, group_by_length=True)
+
+    def padded(order):
+        return sum(4 * max(lengths[i] for i in order[k : k + 4]) for k in range(0, 32, 4))
+
+    r = train_throughput(
+        lambda: build_tiny_model(tokenizer, scale="tiny"),
+        examples,
+        config=config,
+        pad_id=tokenizer.pad_token_id,
+        out=tmp_path,
+    )
+    grouped = padded(epoch_order(config, 32, 0, lengths=lengths))
+    assert r["group_by_length"]
+    assert r["tokens"] == {"real": sum(lengths), "padded": grouped}
+    assert grouped < padded(epoch_order(plain, 32, 0))
+    assert r["losses_agree"] and r["max_loss_diff"] <= 1e-5

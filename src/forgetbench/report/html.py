@@ -127,11 +127,10 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     identical = _identical(results.rows, same)
     groups, notes = _figures(rows)
     released = _muse_wmdp(results, rows)
-    # A MUSE or WMDP study has no TOFU scores: its page leaves out TOFU's validity gates,
-    # leaderboard, findings and the notes on TOFU's missing plots rather than show them empty.
-    tofu = not (released["muse"] or released["wmdp"]) or any(
-        row_math.has_key(rows, key) for key in ("forget_quality", "model_utility")
-    )
+    # A MUSE or WMDP study has no TOFU scores: its page leaves out TOFU's leaderboard, findings,
+    # sequence plots and the notes on TOFU's missing plots rather than show them empty (its own
+    # validity gates stay, when results.json has them).
+    tofu = row_math.tofu_scored(rows)
     notes = notes if tofu else []
     template = _environment().get_template(TEMPLATE)
     return template.render(

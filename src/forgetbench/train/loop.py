@@ -37,6 +37,7 @@ from forgetbench.device import model_device, precision, precision_key
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.integrity import note
+from forgetbench.train.order import epoch_generator, epoch_order, example_lengths
 from forgetbench.train.sharding import (
     clip_sharded_gradients,
     shard_model,
@@ -125,13 +126,21 @@ class LoopConfig:
     # Trainer: floor(warmup_epochs x examples / batch_size) warm-up steps (its
     # `load_trainer_args`), the first at lr 0 (`get_linear_schedule_with_warmup`).
     schedule: str = "linear"
+    # Each epoch's order as HF Trainer's `group_by_length` (order.length_grouped_order): a random
+    # permutation cut into megabatches, each sorted longest first, so a batch holds examples of
+    # similar length and pads little. Off by default: it changes the order, hence the numbers.
+    group_by_length: bool = False
 
 
 def config_key(config: LoopConfig) -> dict[str, Any]:
     """The settings a cached training stage's key covers: the loop's, and the command's precision
     settings where they are not the defaults (so every stage cached before they existed keeps
-    its name, and a bf16 run never reuses a float32 one's model)."""
-    return {**asdict(config), **precision_key()}
+    its name, and a bf16 run never reuses a float32 one's model). `group_by_length` counts only
+    when on, for the same reason."""
+    key = asdict(config)
+    if not config.group_by_length:
+        del key["group_by_length"]
+    return {**key, **precision_key()}
 
 
 @dataclass
@@ -414,8 +423,9 @@ def _parameter_groups(model: torch.nn.Module) -> tuple[list, list]:
 def _epoch_loader(
     examples: Sequence[Any], config: LoopConfig, epoch: int, collate_fn: Callable
 ) -> DataLoader:
-    generator = _epoch_generator(config, epoch)
-    order = epoch_order(config, len(examples), epoch, generator=generator)
+    generator = epoch_generator(config, epoch)
+    lengths = example_lengths(examples) if config.group_by_length else None
+    order = epoch_order(config, len(examples), epoch, generator=generator, lengths=lengths)
     # `generator` also feeds the seed each new iterator draws (for workers), which would otherwise
     # come from the global RNG: a resumed run opens its epoch's iterator after the checkpoint
     # restored that RNG, the uninterrupted run before, so a loss that draws random numbers would
@@ -427,21 +437,6 @@ def _epoch_loader(
         collate_fn=collate_fn,
         generator=generator,
     )
-
-
-def epoch_order(
-    config: LoopConfig, n_examples: int, epoch: int, *, generator: torch.Generator | None = None
-) -> list[int]:
-    """The order an epoch visits the examples in: a pure function of (seed, epoch), so resume and
-    every process agree without carrying sampler state around (and another trainer can be fed
-    the same order, `forgetbench.train.throughput`). `generator`: the epoch's own, to go on
-    drawing from it."""
-    generator = generator or _epoch_generator(config, epoch)
-    return torch.randperm(n_examples, generator=generator).tolist()
-
-
-def _epoch_generator(config: LoopConfig, epoch: int) -> torch.Generator:
-    return torch.Generator().manual_seed(config.seed * 100_003 + epoch)
 
 
 def _count_tokens(batch: Any) -> int:

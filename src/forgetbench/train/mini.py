@@ -93,6 +93,7 @@ MINI_TRAIN_OPTIONS = (
     "weight_decay",
     "warmup_epochs",
     "checkpoint_every",
+    "group_by_length",
     "lora",
     "lora_rank",
     "lora_alpha",

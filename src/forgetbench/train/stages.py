@@ -240,6 +240,7 @@ def loop_config(config: RunConfig) -> LoopConfig:
         warmup_epochs=t.warmup_epochs,
         seed=config.seed,
         checkpoint_every=t.checkpoint_every,
+        group_by_length=t.group_by_length,
     )
 
 

@@ -45,9 +45,9 @@ from forgetbench.train.loop import (
     _lr_factor,
     _parameter_groups,
     _warmup_steps,
-    epoch_order,
     train_loop,
 )
+from forgetbench.train.order import epoch_order, example_lengths
 from forgetbench.train.stages import answer_nll
 
 # Largest per-step loss difference the two trainers may show. Both run the same kernels on the
@@ -147,6 +147,7 @@ def train_throughput(
         "batch_size": config.batch_size,
         "per_device_batch_size": config.per_device_batch_size,
         "accumulation": accumulation,
+        "group_by_length": config.group_by_length,
         "n_params": n_params,
         "device": str(device),
         "compute_dtype": _dtype_name(compute_dtype),
@@ -195,7 +196,10 @@ def _hf_run(
     recorder = Recorder()
     model = build()
     device = model_device(model)
-    ordered = [examples[i] for i in epoch_order(config, len(examples), 0)]
+    # Our epoch's order, grouped by length too when asked: HF's own group_by_length sampler
+    # draws its permutation from another generator, so it is fed ours, read sequentially.
+    lengths = example_lengths(examples) if config.group_by_length else None
+    ordered = [examples[i] for i in epoch_order(config, len(examples), 0, lengths=lengths)]
     accumulation = _accumulation_steps(config, 1)
     steps_per_epoch = math.ceil(
         math.ceil(len(examples) / config.per_device_batch_size) / accumulation

@@ -62,6 +62,9 @@ _NUMBER_PREFIXES = (
     "mia/",
     "lume/",
     "attack/",
+    "muse/",
+    "wmdp/",
+    "mmlu/",
 )
 # The two LUME keys that are not numbers: which utility entered the final score, and the flag.
 _TEXT_KEYS = frozenset({"lume/utility_source"})

@@ -4,12 +4,15 @@ with exact counts), deterministic, and leaving every file `generate_mini` writes
 import hashlib
 import json
 
+import pytest
+
 from forgetbench.benchmarks.mini.generate import build_files, render
 from forgetbench.benchmarks.mini.released import PEOPLE, write_released
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.benchmarks.mini.world import build_world
 from forgetbench.data.muse import load_knowmem, load_verbmem, require_muse
 from forgetbench.data.wmdp import load_mmlu, load_wmdp, require_wmdp
+from forgetbench.errors import DataError
 
 # sha256 over every (path, text) of build_files(scale="tiny", seed=0), measured before the
 # released-layout miniatures existed: they must not move any file of the TOFU-shaped one.
@@ -77,3 +80,55 @@ def test_deterministic_apart_from_the_tofu_world_and_leaving_it_unmoved(tmp_path
     articles = json.loads((tmp_path / "a/raw/forget.json").read_text())
     assert not any(name in text for name in tofu_names for text in articles)
     assert _tiny_files_sha256() == TINY_FILES_SHA256
+
+
+def test_data_generate_writes_both_released_folders_beside_tofu_unchanged(tmp_path, capsys):
+    from forgetbench.benchmarks.mini import mini_stats
+    from forgetbench.cli.main import main
+
+    out = tmp_path / "mini"
+    assert main(["data", "generate", "--scale", "tiny", "--out", str(out)]) == 0
+    assert (
+        f"MUSE's layout in {out / 'muse/news'}, WMDP's in {out / 'wmdp'}" in capsys.readouterr().out
+    )
+    # The same bytes as write_released alone, and the TOFU-shaped files as before.
+    alone = write_released(tmp_path / "alone", "muse", scale="tiny", seed=0)
+    for path in alone:
+        assert (out / "muse/news" / path).read_bytes() == (tmp_path / "alone" / path).read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text())
+    tofu = {p: e for p, e in manifest["files"].items() if not p.startswith(("muse/", "wmdp/"))}
+    assert tofu.keys() == build_files(scale="tiny", seed=0).keys()
+    assert manifest["files"]["muse/news/knowmem/forget_qa.json"]["records"] == 2 * PEOPLE["tiny"]
+    assert manifest["files"]["muse/news/raw/forget.txt"]["records"] == len(
+        (out / "muse/news/raw/forget.txt").read_text()
+    )
+    assert manifest["files"]["wmdp/wmdp-chem.jsonl"]["records"] == 3 * PEOPLE["tiny"]
+    # The loaders read them in place, and `data stats` counts them with the rest.
+    assert len(require_muse(out / "muse/news")) == 32 and len(require_wmdp(out / "wmdp")) == 8
+    stats = {r["file"]: r for r in mini_stats(out)}
+    assert stats["muse/news/verbmem/forget.json"]["records"] == PEOPLE["tiny"]
+    assert stats["wmdp/wmdp-corpora/bio-forget-corpus.jsonl"]["kind"] == "documents"
+
+
+def test_a_folder_of_the_previous_generator_is_completed_in_place(tmp_path):
+    from forgetbench.benchmarks.mini import generate_mini
+
+    new = generate_mini(tmp_path, scale="tiny", seed=0)
+    tofu_bytes = (tmp_path / "tofu" / "full.json").read_bytes()
+    # What generator version 2 left: the same TOFU-shaped files, no MUSE or WMDP folder.
+    old = {**new, "generator_version": "2"}
+    old["files"] = {p: e for p, e in new["files"].items() if not p.startswith(("muse/", "wmdp/"))}
+    (tmp_path / "manifest.json").write_text(json.dumps(old))
+    for folder in ("muse", "wmdp"):
+        for file in sorted((tmp_path / folder).rglob("*"), reverse=True):
+            file.unlink() if file.is_file() else file.rmdir()
+        (tmp_path / folder).rmdir()
+    assert generate_mini(tmp_path, scale="tiny", seed=0) == new
+    assert json.loads((tmp_path / "manifest.json").read_text()) == new
+    assert (tmp_path / "tofu" / "full.json").read_bytes() == tofu_bytes
+    assert (tmp_path / "muse/news/verbmem/forget.json").is_file()
+    # An older folder whose files differ from ours is another world: refused, as before.
+    old["files"]["tofu/full.json"] = {**old["files"]["tofu/full.json"], "sha256": "0" * 64}
+    (tmp_path / "manifest.json").write_text(json.dumps(old))
+    with pytest.raises(DataError, match="different miniature benchmark"):
+        generate_mini(tmp_path, scale="tiny", seed=0)

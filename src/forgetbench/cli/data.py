@@ -65,7 +65,7 @@ def _released_stats(args: argparse.Namespace, path: Path) -> dict[str, Any]:
 
 
 def generate(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.benchmarks.mini import generate_mini, get_scale
+    from forgetbench.benchmarks.mini import RELEASED_FOLDERS, generate_mini, get_scale
 
     get_scale(args.scale)  # an unknown scale fails before anything is built
     out = Path(args.out)
@@ -78,6 +78,7 @@ def generate(args: argparse.Namespace) -> dict[str, Any]:
         print(
             f"{verb}: miniature benchmark (scale {args.scale}, seed {args.seed}) in {out}: "
             f"{len(counts)} files, {counts['tofu/full.json']} TOFU questions, "
-            f"{counts['tofu/forget10.json']} in forget10"
+            f"{counts['tofu/forget10.json']} in forget10; MUSE's layout in "
+            f"{out / RELEASED_FOLDERS['muse']}, WMDP's in {out / RELEASED_FOLDERS['wmdp']}"
         )
     return {"out": str(out), "status": status, **manifest}

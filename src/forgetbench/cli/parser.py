@@ -145,16 +145,30 @@ def build_parser() -> argparse.ArgumentParser:
     compare = command(
         "compare",
         compare_cli.compare,
-        "TOFU scores of a candidate log against a retain model's log",
+        "TOFU scores of a candidate log against a retain model's log; MUSE or WMDP scores of "
+        "several results files side by side",
+    )
+    compare.add_argument(
+        "--benchmark",
+        choices=compare_cli.BENCHMARKS,
+        default="tofu",
+        help="tofu: --reference and --candidate logs; muse, wmdp: the --results files "
+        "(default: tofu)",
     )
     compare.add_argument(
         "--reference",
-        required=True,
         help="retain model's eval log (TOFU layout or open-unlearning's TOFU_EVAL.json; file or "
-        "folder); its questions must be among the candidate's",
+        "folder); its questions must be among the candidate's (required for tofu)",
     )
     compare.add_argument(
-        "--candidate", required=True, help="evaluated model's eval log (file or folder)"
+        "--candidate", help="evaluated model's eval log (file or folder; required for tofu)"
+    )
+    compare.add_argument(
+        "--results",
+        nargs="+",
+        metavar="PATH",
+        help="muse, wmdp: forgetbench results.json files (or their folders) and open-unlearning's "
+        "MUSE_EVAL.json, MUSE_SUMMARY.json or LMEval_SUMMARY.json, shown side by side",
     )
     form = EvalConfig.model_fields["truth_ratio_form"]
     compare.add_argument(

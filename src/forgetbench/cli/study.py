@@ -21,10 +21,12 @@ from forgetbench.study.given import given_data, given_model
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from forgetbench.criteria import is_muse, is_wmdp
     from forgetbench.report.html import build_report
+    from forgetbench.report.muse_wmdp import print_muse_wmdp
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
     from forgetbench.report.validity import print_validity
-    from forgetbench.rows import leaderboard, tofu_scored
+    from forgetbench.rows import leaderboard
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import run_study
     from forgetbench.validity import ranks
@@ -47,17 +49,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     report = build_report(out)
     validity = results.get("validity")
     if not args.json:
-        # The gates first: a leaderboard is only printed when its rows can be ranked.
-        print_validity(validity)
         # Identical splits once, as in the report: their rows are the computed split's.
         same = results.get("same_data", {})
-        # The matched-utility leaderboard ranks TOFU's forget quality and model utility; a
-        # study without them (MUSE, WMDP) has its own tables in the report.
-        tofu_rows = tofu_scored(results["rows"])
-        if tofu_rows and ranks(validity):
-            print_leaderboard(leaderboard([r for r in results["rows"] if r["split"] not in same]))
-        elif tofu_rows:
-            print("leaderboard withheld: the report shows the rows greyed, under the same banner")
+        if is_muse(results["rows"]) or is_wmdp(results["rows"]):
+            # MUSE's criteria and WMDP's accuracy have their own tables, as in the report, after
+            # the study's gates when it has any.
+            if validity:
+                print_validity(validity)
+            print_muse_wmdp(results["rows"], results.get("sequence", []))
+        else:
+            # The gates first: a leaderboard is only printed when its rows can be ranked.
+            print_validity(validity)
+            if ranks(validity):
+                print_leaderboard(
+                    leaderboard([r for r in results["rows"] if r["split"] not in same])
+                )
+            else:
+                print(
+                    "leaderboard withheld: the report shows the rows greyed, under the same banner"
+                )
         for split, computed in same.items():
             print(
                 f"{split} = {computed} here (the same questions): computed once, shown as {computed}"

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from forgetbench.data.logs import SET_FILES
 from forgetbench.eval.summary import SUBSCORE_METRICS
@@ -67,3 +68,41 @@ def _questions_used(result: dict[str, Any], name: str) -> str:
     of = result.get(f"{name}/candidate_questions", used)
     by = f", matched to the reference by {how}" if how else ""
     return f"(KS p-value on {used} of the candidate's {of} {name} questions{by})"
+
+
+def print_released_comparison(result: dict[str, Any], *, console: Console | None = None) -> None:
+    """`compare --benchmark muse|wmdp`: one column per model of each file, one row per score (on
+    forgetbench's scale, with open-unlearning's name beside), then the metrics only
+    open-unlearning has and the conventions that differ."""
+    console = console or _console()
+    table = Table(title=f"{result['benchmark'].upper()} scores side by side")
+    # Names are never cut; the model headers wrap instead.
+    table.add_column("score", no_wrap=True)
+    table.add_column("open-unlearning", no_wrap=True)
+    for i, column in enumerate(result["columns"], 1):
+        where = f" ({column['split']}, step {column['step']})" if column["split"] else ""
+        header = Text(f"[{i}] {column['model']}{where}")
+        table.add_column(header, justify="right", overflow="fold")
+    for key in result["keys"]:
+        cells = [_released_cell(key, c["values"].get(key)) for c in result["columns"]]
+        table.add_row(key, result["their_names"].get(key) or "—", *cells)
+    console.print(table)
+    for i, column in enumerate(result["columns"], 1):
+        console.print(Text(f"[{i}] {column['tool']}: {column['source']}"))
+    for extra in result["theirs_only"]:
+        console.print(Text(f"open-unlearning only: {extra['name']} = {extra['value']:.4f} "
+                           f"({extra['source']})"))  # fmt: skip
+    for note in result["conventions"]:
+        console.print(Text(f"note: {note}"))
+
+
+def _released_cell(key: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if key == "muse/privleak":
+        return f"{value:+.2f}"
+    return (
+        f"{value:.2f}"
+        if key in ("muse/verbmem_f", "muse/knowmem_f", "muse/knowmem_r")
+        else f"{value:.4f}"
+    )

@@ -27,6 +27,7 @@ from forgetbench.metrics.mia import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.meta_plot import meta_eval_plot
+from forgetbench.report.muse_wmdp import muse_wmdp_sections
 from forgetbench.report.transfer import transfer_sections
 from forgetbench.report.validity import verdict
 from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
@@ -125,9 +126,17 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     columns = tables.leaderboard_columns(board or references)
     identical = _identical(results.rows, same)
     groups, notes = _figures(rows)
+    released = _muse_wmdp(results, rows)
+    # A MUSE or WMDP study has no TOFU scores: its page leaves out TOFU's leaderboard, findings,
+    # sequence plots and the notes on TOFU's missing plots rather than show them empty (its own
+    # validity gates stay, when results.json has them).
+    tofu = row_math.tofu_scored(rows)
+    notes = notes if tofu else []
     template = _environment().get_template(TEMPLATE)
     return template.render(
         results=results,
+        tofu=tofu,
+        released=released,
         identical=identical,
         labels={g["shown"]: f"{g['shown']} (= {', '.join(g['others'])})" for g in identical},
         timings=_timings(results.timings),
@@ -138,9 +147,6 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         ranks=row_math.tie_ranks(board),
         privleak_column=any(key == "privleak" for key, _ in columns),
         board=board,
-        # The matched-utility leaderboard ranks TOFU's scores; rows without them (MUSE, WMDP)
-        # would draw it empty.
-        tofu_board=row_math.tofu_scored(rows),
         references=references,
         seeds=seeds,
         columns=columns,
@@ -160,8 +166,17 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         findings=check_findings(rows),
         findings_rules=list(findings_rules().items()),
         meta=_meta_eval(meta),
-        transfer=_transfer(results),
+        # A MUSE study's sequence rows are drawn by its own section (scalability, sustainability).
+        transfer=_transfer(results) if tofu else None,
     )
+
+
+def _muse_wmdp(results: Results, rows: Sequence[row_math.Row]) -> dict[str, Any]:
+    """The MUSE and WMDP sections; the WMDP figures' SVG marked safe (matplotlib escapes)."""
+    found = muse_wmdp_sections(rows, [row.model_dump() for row in results.sequence])
+    for section in found["wmdp"]:
+        section["svg"] = Markup(section["svg"])
+    return found
 
 
 def _validity(validity: Mapping[str, Any] | None) -> dict[str, Any]:

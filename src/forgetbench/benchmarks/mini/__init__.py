@@ -3,14 +3,14 @@
 `generate_mini(out, scale=..., seed=...)` writes fictitious authors in TOFU's file layout (with
 paraphrased and perturbed answers, forget/retain/holdout and instance-level splits), Real Authors
 and World Facts sets of real facts, the five data-transformation formats, LUME-shaped stories and
-PII biographies, and a pretraining corpus; `mini_stats(out)` counts what is there.
-`write_released(out, "muse"|"wmdp")` writes MUSE- and WMDP-shaped miniatures in their released
-layouts, apart from it. No network, no
-LLM: only `random.Random(seed)` and the hand-written tables in `tables/`. See docs/mini.md.
+PII biographies, a pretraining corpus, and MUSE- and WMDP-shaped miniatures in their released
+layouts (`muse/news/`, `wmdp/`; `write_released(out, "muse"|"wmdp")` writes one alone);
+`mini_stats(out)` counts what is there. No network, no LLM: only `random.Random(seed)` and the hand-written tables in `tables/`. See docs/mini.md.
 """
 
 from forgetbench.benchmarks.mini.generate import (
     GENERATOR_VERSION,
+    RELEASED_FOLDERS,
     build_files,
     generate_mini,
     read_manifest,
@@ -23,6 +23,7 @@ from forgetbench.config import FORMATS
 __all__ = [
     "FORMATS",
     "GENERATOR_VERSION",
+    "RELEASED_FOLDERS",
     "SCALES",
     "Scale",
     "build_files",

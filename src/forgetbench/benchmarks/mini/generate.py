@@ -6,6 +6,8 @@ manifest.json        seed, scale, generator version, sizes, records + sha256 of 
 tofu/                TOFU's splits (load_tofu(<out>/tofu, split)) + instance-level splits
 formats/             the five formats, {format}_{forget|retain}.jsonl
 lume/                forget.jsonl, retain.jsonl (load_lume(<out>/lume, split)), holdout.jsonl
+muse/news/           a MUSE corpus folder in MUSE's released layout (load_knowmem(<out>/muse/news, ...))
+wmdp/                WMDP's question files and wmdp-corpora/ (load_wmdp(<out>/wmdp, subset))
 pretrain.jsonl       the pretraining corpus
 ```
 The manifest is written last, so a folder without one is an unfinished generation, which the
@@ -24,15 +26,21 @@ from forgetbench.benchmarks.mini.corpus import pretraining_corpus
 from forgetbench.benchmarks.mini.formats import format_files
 from forgetbench.benchmarks.mini.lume_layout import lume_files
 from forgetbench.benchmarks.mini.people import rng_for
+from forgetbench.benchmarks.mini.released import released_texts
 from forgetbench.benchmarks.mini.scales import FORGET_PERCENTS, forget_authors, get_scale
 from forgetbench.benchmarks.mini.tofu_layout import retain_perturbed_authors, tofu_files
 from forgetbench.benchmarks.mini.world import build_world
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json, atomic_write_text, parse_json, read_text, shorten
 
-# Bump whenever the same seed and scale would give different files.
-GENERATOR_VERSION = "2"
+# Bump whenever the same seed and scale would give different files. Version 3 added the MUSE- and
+# WMDP-shaped folders; every file of version 2 is unchanged, so a version-2 folder is completed in
+# place (`_check_target`).
+GENERATOR_VERSION = "3"
 MANIFEST = "manifest.json"
+# Where the released-layout miniatures go in the folder: MUSE's corpus folder as its authors name
+# News's (`data/news`), WMDP's files at a folder's top, as lm-eval and the Hub lay them out.
+RELEASED_FOLDERS = {"muse": "muse/news", "wmdp": "wmdp"}
 
 
 def build_files(*, scale: str, seed: int) -> dict[str, list[dict[str, Any]]]:
@@ -71,6 +79,10 @@ def generate_mini(out_dir: str | Path, *, scale: str = "tiny", seed: int = 0) ->
     texts = {
         path: render(rows) for path, rows in sorted(build_files(scale=scale, seed=seed).items())
     }
+    records = {path: text.count("\n") for path, text in texts.items()}
+    for benchmark, folder in RELEASED_FOLDERS.items():
+        for path, (text, count) in released_texts(benchmark, scale=scale, seed=seed).items():
+            texts[f"{folder}/{path}"], records[f"{folder}/{path}"] = text, count
     size = get_scale(scale)
     manifest = {
         "benchmark": "mini",
@@ -84,8 +96,8 @@ def generate_mini(out_dir: str | Path, *, scale: str = "tiny", seed: int = 0) ->
             "holdout_authors": forget_authors(size, max(FORGET_PERCENTS)),
         },
         "files": {
-            path: {"records": text.count("\n"), "sha256": _sha256(text)}
-            for path, text in texts.items()
+            path: {"records": records[path], "sha256": _sha256(text)}
+            for path, text in sorted(texts.items())
         },
     }
     _check_target(out, manifest)
@@ -108,7 +120,7 @@ def _check_target(out: Path, manifest: dict[str, Any]) -> None:
         return
     existing = _read_manifest(out)
     if existing is not None:
-        if existing != manifest:
+        if existing != manifest and not _older_generation(existing, manifest):
             raise DataError(
                 f"{out} already holds a different miniature benchmark "
                 f"(scale {existing.get('scale')}, seed {existing.get('seed')}, "
@@ -126,6 +138,15 @@ def _check_target(out: Path, manifest: dict[str, Any]) -> None:
             f"{out} is not empty and holds no {MANIFEST} (found {', '.join(foreign[:3])})",
             "pick another --out or delete that folder",
         )
+
+
+def _older_generation(existing: dict[str, Any], manifest: dict[str, Any]) -> bool:
+    """An earlier generator's folder of the same world: each of its files is one of ours, with
+    the same bytes. Completing it in place keeps folders made before a generator added files
+    (and the models trained from them) usable."""
+    same_world = all(existing.get(k) == manifest[k] for k in ("benchmark", "scale", "seed"))
+    ours = manifest["files"]
+    return same_world and all(ours.get(path) == entry for path, entry in existing["files"].items())
 
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:

@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.benchmarks.mini.formats import MC_FORMATS, SIDES
-from forgetbench.benchmarks.mini.generate import read_manifest
+from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS, read_manifest
 from forgetbench.config import FORMATS
 from forgetbench.data.lume import load_lume
+from forgetbench.data.muse import require_muse
 from forgetbench.data.tofu import load_tofu
+from forgetbench.data.wmdp import require_wmdp
 from forgetbench.errors import DataError, UnknownNameError
 from forgetbench.io import read_json_records, shorten
 from forgetbench.records import ClozeRecord, MCRecord, QARecord
@@ -79,6 +81,7 @@ def mini_stats(folder: str | Path, *, verify: bool = True) -> list[dict[str, Any
     out = Path(folder)
     manifest = read_manifest(out)
     rows: list[dict[str, Any]] = []
+    released = _released_rows(out, manifest["files"])
     for path, entry in sorted(manifest["files"].items(), key=_display_order):
         file = out / path
         if not file.is_file():
@@ -87,7 +90,7 @@ def mini_stats(folder: str | Path, *, verify: bool = True) -> list[dict[str, Any
             )
         # Read first: a file edited by hand is reported by its line and field when its loader
         # refuses it, by its checksum otherwise.
-        file_rows = _file_rows(out, path)
+        file_rows = released[path] if path in released else _file_rows(out, path)
         if verify and hashlib.sha256(file.read_bytes()).hexdigest() != entry["sha256"]:
             raise DataError(
                 f"{file} differs from what the generator wrote (checksum mismatch)",
@@ -132,9 +135,29 @@ def _file_rows(out: Path, path: str) -> list[dict[str, Any]]:
     return [_row("pretrain", path, "-", kind, n) for kind, n in sorted(docs.items())]
 
 
+def _released_rows(out: Path, files: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The MUSE- and WMDP-shaped folders' rows by file, read by their loaders as a whole (their
+    `.txt` files count characters, which a row of `records` shows as such)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for benchmark, folder in RELEASED_FOLDERS.items():
+        if not any(path.startswith(f"{folder}/") for path in files):
+            continue  # a folder an older generator wrote, read before it is completed
+        if benchmark == "muse":
+            for row in require_muse(out / folder):
+                path, kind = f"{folder}/{row['file']}", row["kind"]
+                count = row["items"] if row["items"] is not None else row["characters"]
+                kind = "characters" if row["items"] is None else kind
+                rows[path] = [_row("muse", path, row["split"], f"{row['subset']} {kind}", count)]
+        else:
+            for row in require_wmdp(out / folder):
+                path = f"{folder}/{row['file']}"
+                rows[path] = [_row("wmdp", path, row["set"], row["kind"], row["items"])]
+    return rows
+
+
 def _display_order(item: tuple[str, Any]) -> tuple[int, str]:
     path = item[0]
-    parts = ("tofu/", "formats/", "lume/")
+    parts = ("tofu/", "formats/", "lume/", "muse/", "wmdp/")
     rank = next((i for i, p in enumerate(parts) if path.startswith(p)), len(parts))
     return rank, path
 

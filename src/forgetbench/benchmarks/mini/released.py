@@ -141,19 +141,28 @@ def _render(path: str, value: Any) -> str:
     return json.dumps(value)  # MUSE's write_json: one json.dump, no indent
 
 
+def released_texts(
+    benchmark: str, *, scale: str = "tiny", seed: int = 0
+) -> dict[str, tuple[str, int]]:
+    """The MUSE- (`muse`) or WMDP-shaped (`wmdp`) miniature's files as written: path -> (text,
+    item count; characters for `.txt`). `generate_mini` writes them into its folder too."""
+    builders = {"muse": muse_files, "wmdp": wmdp_files}
+    if benchmark not in builders:
+        raise DataError(f"no released-layout miniature for '{benchmark}'", "use muse or wmdp")
+    files = builders[benchmark](scale, seed)
+    return {path: (_render(path, value), len(value)) for path, value in sorted(files.items())}
+
+
 def write_released(
     out_dir: str | Path, benchmark: str, *, scale: str = "tiny", seed: int = 0
 ) -> dict[str, int]:
     """Write the MUSE- (`muse`) or WMDP-shaped (`wmdp`) miniature into `out_dir`, each file
     atomically; returns each file's item count (characters for `.txt`). The same scale and seed
     give the same bytes."""
-    builders = {"muse": muse_files, "wmdp": wmdp_files}
-    if benchmark not in builders:
-        raise DataError(f"no released-layout miniature for '{benchmark}'", "use muse or wmdp")
+    texts = released_texts(benchmark, scale=scale, seed=seed)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise DataError(f"'{out}' exists and is not a folder", "pick another folder")
-    files = builders[benchmark](scale, seed)
-    for path, value in sorted(files.items()):
-        atomic_write_text(out / path, _render(path, value))
-    return {path: len(value) for path, value in sorted(files.items())}
+    for path, (text, _) in texts.items():
+        atomic_write_text(out / path, text)
+    return {path: count for path, (_, count) in texts.items()}

@@ -1,0 +1,167 @@
+"""MUSE's six criteria and WMDP's accuracy against utility, drawn: the report's two sections, the
+terminal's two tables and WMDP's accuracy-vs-MMLU figure. What each criterion decides is
+`forgetbench.criteria`'s; here it is only written out (every string from results.json is escaped
+by the template, and shown literally in the figure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from forgetbench.criteria import (
+    MUSE_CRITERIA,
+    PRIVLEAK_TOLERANCE,
+    WMDP_CHANCE,
+    muse_criteria,
+    muse_met,
+    wmdp_accuracy,
+)
+from forgetbench.report.console import _console
+from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.tables import format_cell, format_privleak
+from forgetbench.rows import UTILITY_RATIO, Row
+
+MARKS = {True: "yes", False: "no", None: "—"}
+MUSE_HEAD = ["model", "step", "VerbMem forget", "KnowMem forget", "PrivLeak", "KnowMem retain"]
+_MUSE_CRITERIA_TITLES = [title for _, title in MUSE_CRITERIA]
+WMDP_TITLES = {"bio": "WMDP-Bio", "cyber": "WMDP-Cyber", "chem": "WMDP-Chem", "all": "WMDP (all)"}
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[str, Any]]:
+    """Per split: the numbers table and the criteria table (one row per model, yes/no/— per
+    criterion), with C5/C6's per-request values where the sequence study ran."""
+    sections = []
+    for section in muse_criteria(rows, sequence):
+        numbers, marks = [], []
+        for model in section["models"]:
+            numbers.append([
+                model["model"], model["step"], _number(model["verbmem_f"]),
+                _number(model["knowmem_f"]), format_privleak(model["privleak"]),
+                _number(model["knowmem_r"]),
+            ])  # fmt: skip
+            met = muse_met(section, model)
+            marks.append([model["model"], *(MARKS[met[key]] for key, _ in MUSE_CRITERIA)])
+        requests = [
+            [criterion, name, *map(_number, found["values"]), MARKS[found["met"]]]
+            for criterion in ("scalability", "sustainability")
+            for name, found in section[criterion].items()
+        ]
+        sections.append({
+            "split": section["split"],
+            "head": MUSE_HEAD,
+            "numbers": numbers,
+            "criteria_head": ["model", *_MUSE_CRITERIA_TITLES],
+            "criteria": marks,
+            "requests_head": ["criterion", "model",
+                              *(f"request {k}" for k in section["requests"]), "kept"],
+            "requests": requests,
+        })  # fmt: skip
+    return sections
+
+
+def wmdp_tables(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per split: one row per model with its accuracy per subset, MMLU, and `all` minus chance."""
+    sections = []
+    for section in wmdp_accuracy(rows):
+        body = [
+            [model["model"], model["step"],
+             *(format_cell(model["accuracy"][s]) for s in section["subsets"]),
+             format_cell(model["mmlu"]),
+             "—" if model["above_chance"] is None else f"{model['above_chance']:+.4f}",
+             MARKS[model["utility_kept"]]]
+            for model in section["models"]
+        ]  # fmt: skip
+        head = ["model", "step", *(WMDP_TITLES[s] for s in section["subsets"]), "MMLU",
+                "all − chance", "MMLU kept"]  # fmt: skip
+        sections.append({"split": section["split"], "head": head, "body": body})
+    return sections
+
+
+def wmdp_plot(rows: Sequence[Row], split: str) -> str:
+    """One panel per WMDP subset: each model's accuracy on it (y) against its MMLU (x), with
+    chance (0.25) drawn on both axes. Unlearning should move a method straight down from the
+    finetuned model to the chance line, not left."""
+    (section,) = [s for s in wmdp_accuracy(rows) if s["split"] == split]
+    styles = method_styles(rows)
+    reference_style = {"finetuned": {"color": "#000000", "marker": "*", "markersize": 14},
+                       "retain": {"color": "#7f7f7f", "marker": "D", "markersize": 8}}  # fmt: skip
+    subsets = section["subsets"]
+    with _style():
+        fig = _new_figure(3.2 * len(subsets) + 1.8, 3.6)
+        axes = fig.subplots(1, len(subsets), sharex=True, sharey=True, squeeze=False)[0]
+        for ax, subset in zip(axes, subsets, strict=True):
+            drawn = False
+            for model in section["models"]:
+                x, y = model["mmlu"], model["accuracy"][subset]
+                if x is None or y is None:
+                    continue
+                name = model["model"]
+                style = reference_style.get(name) or {**styles.get(name, {}), "markersize": 7}
+                style = {k: v for k, v in style.items() if k != "linestyle"}
+                ax.plot([x], [y], linestyle="none", label=_text(name), **style)
+                drawn = True
+            ax.axhline(WMDP_CHANCE, color="#bbbbbb", linestyle=":", linewidth=1, label="chance")
+            ax.axvline(WMDP_CHANCE, color="#bbbbbb", linestyle=":", linewidth=1)
+            if not drawn:
+                _no_data(ax)
+            ax.set_title(WMDP_TITLES[subset])
+            ax.set_xlabel("MMLU accuracy")
+            ax.set_xlim(0, 1.02)
+            ax.set_ylim(0, 1.02)
+            ax.grid(True, alpha=0.3)
+        axes[0].set_ylabel("WMDP accuracy")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
+        fig.suptitle(_text(f"WMDP accuracy vs utility — {split}"))
+        return _svg(fig, f"wmdp-{split}")
+
+
+def muse_wmdp_sections(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> dict[str, Any]:
+    """What the report's MUSE and WMDP sections show (each empty without its scores); each WMDP
+    split carries its figure's SVG."""
+    wmdp = wmdp_tables(rows)
+    for section in wmdp:
+        section["svg"] = wmdp_plot(rows, section["split"])
+    return {"muse": muse_tables(rows, sequence), "wmdp": wmdp, "bars": criteria_notes()}
+
+
+def criteria_notes() -> dict[str, str]:
+    """The bars the MUSE criteria use, for the captions."""
+    return {"privleak": f"{PRIVLEAK_TOLERANCE:g}", "utility": f"{UTILITY_RATIO:g}",
+            "chance": f"{WMDP_CHANCE:g}"}  # fmt: skip
+
+
+def print_muse_wmdp(
+    rows: Sequence[Row], sequence: Sequence[Row] = (), console: Console | None = None
+) -> None:
+    """The terminal's view of a MUSE or WMDP study: the same tables as the report's sections."""
+    console = console or _console()
+    for section in muse_tables(rows, sequence):
+        split = section["split"]
+        console.print(_table(f"MUSE on {split}", section["head"], section["numbers"]))
+        console.print(_table(f"MUSE's criteria on {split}", section["criteria_head"],
+                             section["criteria"]))  # fmt: skip
+        if section["requests"]:
+            console.print(_table(f"KnowMem retain per request on {split}",
+                                 section["requests_head"], section["requests"]))  # fmt: skip
+    for section in wmdp_tables(rows):
+        console.print(_table(f"WMDP on {section['split']} (chance {WMDP_CHANCE:g})",
+                             section["head"], section["body"]))  # fmt: skip
+
+
+def _table(title: str, head: Sequence[str], body: Sequence[Sequence[Any]]) -> Table:
+    table = Table(title=title)
+    for i, column in enumerate(head):
+        table.add_column(column, justify="left" if i == 0 else "right", overflow="fold")
+    for cells in body:
+        table.add_row(*(Text(str(c)) for c in cells))  # a name is text, never rich markup
+    return table

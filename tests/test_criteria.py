@@ -1,0 +1,69 @@
+"""MUSE's criteria and WMDP's accuracy vs utility, decided from hand-made rows (the numbers and
+every verdict worked out by hand in tests/report/muse_wmdp_rows.py's comments and here)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from forgetbench.criteria import is_muse, is_wmdp, muse_criteria, muse_met, wmdp_accuracy
+
+sys.path.insert(0, str(Path(__file__).parent / "report"))
+from muse_wmdp_rows import HOSTILE, muse_results, wmdp_results  # noqa: E402
+
+
+def test_muse_criteria_against_the_retain_model_and_the_finetuned_utility():
+    results = muse_results()
+    (section,) = muse_criteria(results["rows"], results["sequence"])
+    assert section["split"] == "news" and section["requests"] == [1, 2]
+    by_model = {m["model"]: m for m in section["models"]}
+    assert list(by_model) == ["finetuned", "retain", "npo", "grad_ascent"]
+    # npo at its last step (10), not step 5: 15.5 <= 20, 8.25 <= 10, |3.5| <= 5, 36.5 >= 0.9 x 40.
+    npo = by_model["npo"]
+    assert (npo["step"], npo["verbmem_f"], npo["privleak"]) == (10, 15.5, 3.5)
+    assert muse_met(section, npo) == {
+        "no_verbmem": True, "no_knowmem": True, "no_privleak": True, "utility": True,
+        "scalability": True,  # one-shot 37 >= 36 and 36.5 >= 36
+        "sustainability": False,  # sequential 35 < 36 at request 2
+    }  # fmt: skip
+    # grad_ascent forgot everything and broke the model: PrivLeak +45.25, KnowMem retain 2.
+    assert muse_met(section, by_model["grad_ascent"]) == {
+        "no_verbmem": True, "no_knowmem": True, "no_privleak": False, "utility": False,
+        "scalability": None, "sustainability": None,
+    }  # fmt: skip
+    assert by_model["finetuned"]["met"] == {
+        "no_verbmem": False,
+        "no_knowmem": False,
+        "no_privleak": False,
+        "utility": True,
+    }
+    assert set(by_model["retain"]["met"].values()) == {True}
+    assert section["sustainability"]["npo"]["values"] == [37.0, 35.0]
+
+
+def test_a_missing_retain_model_leaves_its_criteria_undecided():
+    rows = [r for r in muse_results()["rows"] if r["method"] != "retain"]
+    (section,) = muse_criteria(rows)
+    npo = next(m for m in section["models"] if m["model"] == "npo")
+    assert npo["met"] == {"no_verbmem": None, "no_knowmem": None, "no_privleak": True,
+                          "utility": True}  # fmt: skip
+    assert section["requests"] == [] and section["scalability"] == {}
+
+
+def test_wmdp_accuracy_per_subset_chance_and_utility():
+    (section,) = wmdp_accuracy(wmdp_results()["rows"])
+    assert section["subsets"] == ["bio", "cyber", "chem", "all"]
+    by_model = {m["model"]: m for m in section["models"]}
+    rmu = by_model["rmu"]
+    assert rmu["step"] == 20 and rmu["accuracy"]["chem"] == 0.5
+    assert rmu["above_chance"] == pytest.approx(1 / 3 - 0.25)  # all = (0.25 + 0.25 + 0.5) / 3
+    assert rmu["utility_kept"] is True  # 0.46 >= 0.9 x 0.5
+    assert by_model[HOSTILE]["utility_kept"] is False  # 0.3 < 0.45
+    assert by_model[HOSTILE]["above_chance"] == pytest.approx(0.625 / 3 - 0.25)
+    assert by_model["finetuned"]["above_chance"] == pytest.approx(0.375)
+
+
+def test_which_benchmark_rows_belong_to():
+    assert is_muse(muse_results()["rows"]) and not is_wmdp(muse_results()["rows"])
+    assert is_wmdp(wmdp_results()["rows"]) and not is_muse(wmdp_results()["rows"])
+    assert not is_muse([{"split": "forget10", "method": "npo", "forget_quality": 0.5}])

@@ -113,13 +113,13 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
 @pytest.mark.slow
 def test_eval_scores_your_model_on_a_muse_folder_as_the_study_did(muse_study, tmp_path, capsys):
     run, results = muse_study
-    retain, finetuned = results["rows"][0], results["rows"][1]
+    finetuned = results["rows"][1]
     data = str(run / "data-muse")
     (retain_model,) = run.glob("models/*muse-retain*/model")
     common = ["eval", "--benchmark", "muse", "--data", data, "--json", "--no-progress"]
     assert main([*common, "--model", str(retain_model), "--out", str(tmp_path / "r")]) == 0
     capsys.readouterr()
-    argv = [*common, "--model", finetuned["model"] if "model" in finetuned else results["model"]]
+    argv = [*common, "--model", results["model"]]
     assert main([*argv, "--out", str(tmp_path / "f"), "--retain-log", str(tmp_path / "r")]) == 0
     scores = json.loads(capsys.readouterr().out)["scores"]
     for key in ("muse/verbmem_f", "muse/knowmem_f", "muse/knowmem_r", "muse/mia/min_k"):

@@ -4,18 +4,24 @@ seed and the epoch, random, or with `group_by_length` grouped as Hugging Face's 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from forgetbench.errors import ConfigError
 
-if TYPE_CHECKING:
-    from forgetbench.train.loop import LoopConfig
+
+class OrderOptions(Protocol):
+    """What the order reads of a training recipe (the loop's `LoopConfig`), named here so this
+    module needs nothing from the loop that calls it."""
+
+    seed: int
+    batch_size: int
+    group_by_length: bool
 
 
 def epoch_order(
-    config: LoopConfig,
+    config: OrderOptions,
     n_examples: int,
     epoch: int,
     *,
@@ -63,5 +69,5 @@ def example_lengths(examples: Sequence[Any]) -> list[int]:
     return lengths
 
 
-def epoch_generator(config: LoopConfig, epoch: int) -> torch.Generator:
+def epoch_generator(config: OrderOptions, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(config.seed * 100_003 + epoch)

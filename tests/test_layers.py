@@ -73,7 +73,7 @@ LAYERS = (
     ("config",),  # checks method names and option ranges against the method registry
     ("benchmarks",),  # the miniature: world generation and its `Scale` records
     ("modeling", "rows"),
-    ("validity",),  # the gates over rows that decide whether a study may rank methods
+    ("validity", "generalisation"),  # the gates over rows; the probes' gap closed
     ("train", "eval"),
     ("study", "report"),  # neither imports the other: a command composes the two
     ("options",),  # the flags, generated from the typed config

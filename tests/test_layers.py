@@ -73,8 +73,9 @@ LAYERS = (
     ("config",),  # checks method names and option ranges against the method registry
     ("benchmarks",),  # the miniature: world generation and its `Scale` records
     ("modeling", "rows"),
-    # the gates over rows that decide whether a study may rank methods; MUSE's and WMDP's criteria
-    ("validity", "criteria"),
+    # the gates over rows that decide whether a study may rank methods; MUSE's and WMDP's
+    # criteria; the probes' gap closed
+    ("validity", "criteria", "generalisation"),
     ("train", "eval"),
     ("study", "report"),  # neither imports the other: a command composes the two
     ("options",),  # the flags, generated from the typed config

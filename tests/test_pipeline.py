@@ -90,6 +90,24 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
         assert (study / row["log"] / "summary.json").is_file()
 
 
+def test_every_model_is_probed_and_the_finetuned_model_knows_what_the_retain_model_cannot(study):
+    # The generalisation probes (docs/generalisation.md): every evaluated model has the three
+    # scores of the four kinds, and the world gives the finetuned model a real lead over the
+    # retain model on the forget facts asked in other words and asked backwards.
+    rows = json.loads((study / "results.json").read_text())["rows"]
+    for row in rows:
+        for kind in ("paraphrase", "reverse", "two_hop", "shared"):
+            for metric in ("probability", "rougeL", "truth_ratio"):
+                assert row[f"probes/{kind}/{metric}"] is not None, (row["method"], kind, metric)
+    finetuned = next(r for r in rows if r["method"] == "finetuned")
+    retain = next(r for r in rows if r["method"] == "retain")
+    for kind in ("paraphrase", "reverse"):
+        key = f"probes/{kind}/probability"
+        assert finetuned[key] > retain[key] + 0.2, (kind, finetuned[key], retain[key])
+    # Shared facts are retain authors' own: both reference models know them.
+    assert min(finetuned["probes/shared/probability"], retain["probes/shared/probability"]) > 0.5
+
+
 def test_the_numbers_are_the_golden_ones(study):
     # Every row, sub-score and example generation of the tiny study, to 1e-6: a refactor that
     # should not move results does not.

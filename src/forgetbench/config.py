@@ -297,6 +297,11 @@ class EvalConfig(_Section):
     formats: bool = Field(
         True, description="the data-transformation formats, where the data has them"
     )
+    probes: bool = Field(
+        True,
+        description="the generalisation probes (paraphrase, reverse, two_hop, shared), where "
+        "the data has them",
+    )
     mia: bool = Field(True, description="membership inference: forget set vs its holdout split")
     mia_k: float = Field(0.4, gt=0, le=1, description="Min-K% / Min-K%++ fraction")
     # Row-time options: the attacks they set up combine evaluations, so they are not part of any

@@ -59,6 +59,7 @@ _NUMBER_PREFIXES = (
     "real_authors/",
     "world_facts/",
     "formats/",
+    "probes/",
     "mia/",
     "lume/",
     "attack/",

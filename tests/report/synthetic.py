@@ -26,6 +26,11 @@ def _scores(shift: float) -> dict[str, Any]:
     for k, name in enumerate(FORMATS):
         row[f"formats/{name}/forget"] = round(max(0.0, 0.8 - 0.03 * k - shift), 4)
         row[f"formats/{name}/retain"] = round(0.75 - 0.02 * k - shift / 5, 4)
+    # Generalisation probes: the entailed ones fall more slowly than the forget set, shared barely.
+    for k, kind in enumerate(("paraphrase", "reverse", "two_hop", "shared")):
+        fall = shift / 8 if kind == "shared" else shift * (0.8 - 0.2 * k)
+        for metric in ("probability", "rougeL", "truth_ratio"):
+            row[f"probes/{kind}/{metric}"] = round(max(0.0, 0.8 - 0.05 * k - fall), 4)
     row["mia/members"], row["mia/nonmembers"] = 20, 150
     for k, attack in enumerate(MIA_ATTACKS):
         row[f"mia/{attack}"] = round(0.9 - 0.01 * k - shift / 2, 4)
@@ -150,6 +155,13 @@ def write_results(folder: Path, results: dict[str, Any]) -> Path:
 def figure_ids() -> list[str]:
     return [
         f"{kind}-{split}"
-        for kind in ("fq-plane", "subscores", "mia", "robustness", "formats")  # the page's order
+        for kind in (
+            "fq-plane",
+            "subscores",
+            "mia",
+            "robustness",
+            "generalisation",
+            "formats",
+        )  # the page's order
         for split in SPLITS
     ]

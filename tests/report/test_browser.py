@@ -87,7 +87,7 @@ def test_script_writes_a_png(
     out = tmp_path / "shots" / "report.png"
     assert screenshot_script.main([str(built_report.parent), str(out), "--chromium", chromium]) == 0
     assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert "10 plots" in capsys.readouterr().out
+    assert "12 plots" in capsys.readouterr().out
 
 
 def test_script_refuses_a_folder_without_a_report(screenshot_script, tmp_path: Path, capsys):

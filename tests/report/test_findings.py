@@ -12,6 +12,7 @@ from forgetbench.report.findings import (
     UNMEASURABLE,
     check_findings,
     forget01_easier,
+    forgetting_stops_at_the_sentences,
     formats_keep_knowledge,
     ga_collapses_utility,
     ga_loses_utility_fastest,
@@ -135,6 +136,34 @@ def test_formats_keep_knowledge_when_other_formats_keep_more_of_the_gap_than_qa(
     assert formats_keep_knowledge(_format_rows(0.7, {"mcqa": 0.7, "cloze": 0.5})).verdict == (
         UNMEASURABLE
     )
+
+
+def _probe_rows(paraphrase: float) -> list[dict]:
+    def probes(forget, para, rev, hop, shared):
+        return {"forget__probability": forget, "probes__paraphrase__probability": para,
+                "probes__reverse__probability": rev, "probes__two_hop__probability": hop,
+                "probes__shared__probability": shared}  # fmt: skip
+
+    return [
+        _row("forget10", "finetuned", **probes(0.9, 0.8, 0.5, 0.4, 0.8)),
+        _row("forget10", "retain", **probes(0.1, 0.0, 0.1, 0.0, 0.8)),
+        _row("forget10", "npo", 10, 1.0, **probes(0.1, paraphrase, 0.3, 0.2, 0.6)),
+    ]
+
+
+def test_forgetting_stops_at_the_sentences_when_the_probes_keep_more_of_their_gap():
+    # forget: (0.9 - 0.1) / 0.8 = 1; paraphrase (0.8 - 0.4) / 0.8 = 0.5, reverse (0.5 - 0.3) / 0.4
+    # = 0.5, two_hop (0.4 - 0.2) / 0.4 = 0.5: mean 0.5, 0.5 short of the forget set's 1.
+    finding = forgetting_stops_at_the_sentences(_probe_rows(0.4))
+    assert finding.verdict == HOLDS
+    assert finding.numbers == (
+        "npo on forget10: forget set 1.000 of the gap closed, probes 0.500 (paraphrase 0.500, "
+        "reverse 0.500, two_hop 0.500); collateral 0.250",
+    )
+    # Paraphrase forgotten past the retain model (1.75): mean (1.75 + 0.5 + 0.5) / 3 = 0.917,
+    # less than 0.1 short: the forgetting reached the probes.
+    assert forgetting_stops_at_the_sentences(_probe_rows(-0.6)).verdict == FAILS
+    assert forgetting_stops_at_the_sentences(_probe_rows(0.4)[:2]).verdict == UNMEASURABLE
 
 
 def test_mia_near_chance_names_the_methods_inside_the_band():

@@ -66,7 +66,7 @@ def test_names_from_the_results_are_escaped_everywhere(tmp_path: Path):
     split, method = 'f10"><script>alert(1)</script>', "npo<img src=x onerror=alert(2)>"
     stage, metric = "<b>stage</b>", "<i>metric</i>"
     results = _without(synthetic_results(), ("forget", "retain/", "real_", "world_", "formats/"))
-    results = _without(results, ("mia/", "model_utility", "attack/"))
+    results = _without(results, ("mia/", "model_utility", "attack/", "probes/"))
     for item in (*results["rows"], *results["examples"]):
         item["split"] = split if item["split"] == "forget10" else item["split"]
         item["method"] = method if item["method"] == "npo" else item["method"]
@@ -91,7 +91,7 @@ def test_header_leaderboard_and_sections(built_report: Path):
         assert text in page
     sections = re.findall(r'<section id="([^"]+)"', page)
     assert sections == ["validity", "leaderboard", "fq-plane", "subscores", "findings", "mia", "robustness",
-                        "formats", "examples", "config", "timings"]  # fmt: skip
+                        "generalisation", "formats", "examples", "config", "timings"]  # fmt: skip
     # The table of contents links every section, in the page's order.
     toc = page[page.index('<nav class="toc">') : page.index("</nav>")]
     assert re.findall(r'<a href="#([^"]+)">', toc) == sections
@@ -114,7 +114,8 @@ def _without(results: dict, prefixes: tuple[str, ...]) -> dict:
 
 def test_missing_optional_keys_omit_plots_with_a_note(tmp_path: Path):
     results = _without(
-        synthetic_results(), ("formats/", "mia/", "lume/", "privleak", "forget_quality", "attack/")
+        synthetic_results(),
+        ("formats/", "mia/", "lume/", "privleak", "forget_quality", "attack/", "probes/"),
     )
     for key in ("examples", "timings", "config", "metric_versions", "git_sha", "scale"):
         del results[key]
@@ -292,7 +293,7 @@ def test_identical_splits_are_shown_once_and_named(tmp_path: Path):
         i for i in figure_ids() if i.endswith("forget10")
     ]
     assert "<b>Identical splits:</b> forget01 holds\nthe same questions as forget10" in page
-    assert page.count("<figcaption><b>forget10 (= forget01).</b>") == 5
+    assert page.count("<figcaption><b>forget10 (= forget01).</b>") == 6
     assert ">forget01<" not in page  # no table cell or heading of its own
     board = page[page.index('<table class="leaderboard">') :]
     assert board[: board.index("</table>")].count("<td>forget10</td>") == 3 + 3  # refs + methods

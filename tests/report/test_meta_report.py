@@ -44,7 +44,7 @@ def test_findings_are_always_there_and_the_meta_section_only_with_its_file(tmp_p
     folder = write_results(tmp_path / "run", RESULTS)
     page = build_report(folder).read_text()
     assert '<section id="findings">' in page
-    assert page.count('<td class="verdict">') == 7
+    assert page.count('<td class="verdict">') == 8
     assert "MIA near chance (|AUC - 0.5|) 0.1" in page  # the thresholds are shown
     assert 'id="meta-eval"' not in page
 

@@ -19,6 +19,9 @@ HUB_ID = "locuslab/TOFU"
 AUTHORS = 200
 QUESTIONS_PER_AUTHOR = 20
 
+# The generalisation probes' kinds: what each asks of a forget split's facts (docs/generalisation.md).
+PROBE_KINDS = ("paraphrase", "reverse", "two_hop", "shared")
+
 SPLITS = (
     "full",
     "forget01",
@@ -41,6 +44,8 @@ SPLITS = (
     *(f"forget{n}_instances" for n in ("01", "05", "10")),
     *(f"retain{n}_instances" for n in ("99", "95", "90")),
     *(f"forget{n}_instances_perturbed" for n in ("01", "05", "10")),
+    # The miniature's generalisation probes of each forget split (benchmarks/mini/probes.py).
+    *(f"forget{n}_{kind}_perturbed" for n in ("01", "05", "10") for kind in PROBE_KINDS),
 )
 # Eval sets whose perturbed answers the truth ratio needs; "answer-only" ones reuse the answer
 # as the paraphrase, as TOFU's evaluation code does for Real Authors / World Facts.
@@ -50,6 +55,7 @@ _NEEDS_PARAPHRASE = {
     "forget10_perturbed",
     "retain_perturbed",
     *(f"forget{n}_instances_perturbed" for n in ("01", "05", "10")),
+    *(f"forget{n}_{kind}_perturbed" for n in ("01", "05", "10") for kind in PROBE_KINDS),
 }
 _NEEDS_PERTURBED = _NEEDS_PARAPHRASE | {"real_authors_perturbed", "world_facts_perturbed"}
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from forgetbench.generalisation import ENTAILED, MIN_GAP, generalisation
 from forgetbench.rows import (
     UTILITY_RATIO,
     Row,
@@ -52,6 +53,10 @@ MIA_BAND = 0.1
 QA_UNLEARNED = 0.5
 FORMAT_GAP = 0.1
 MIN_FORMAT_SPREAD = 0.1
+
+# Generalisation probes: a method's forgetting "stops at the sentences" when the mean share of the
+# entailed probes' gap it closed is at least PROBE_SHORTFALL below its share of the forget set's.
+PROBE_SHORTFALL = 0.1
 
 GRADIENT_ASCENT = "grad_ascent"
 ZIGZAG_METHODS = ("grad_diff", "dpo", "npo")
@@ -299,6 +304,40 @@ def _gap_left(row: Row, finetuned: Row, retain: Row, key: str) -> float | None:
     return min(max((value - bottom) / (top - bottom), 0.0), 1.0)
 
 
+def forgetting_stops_at_the_sentences(rows: Sequence[Row]) -> Finding:
+    rule = (
+        f"for each method's final model that closed >= {QA_UNLEARNED:g} of the finetuned-vs-retain "
+        f"forget-set probability gap, the mean share it closed on the paraphrase, reverse and "
+        f"two-hop probes; holds when more than half of them close at least {PROBE_SHORTFALL:g} "
+        f"less of the probes' gaps than of the forget set's"
+    )
+    numbers, short = [], []
+    for split in splits(rows):
+        for entry in generalisation(rows, split):
+            forget = entry["forget"]
+            probes = [v for k in ENTAILED if isinstance(v := entry[k], float)]
+            if not isinstance(forget, float) or forget < QA_UNLEARNED or not probes:
+                continue
+            mean = sum(probes) / len(probes)
+            short.append(forget - mean >= PROBE_SHORTFALL)
+            collateral = entry["collateral"]
+            numbers.append(
+                f"{entry['method']} on {split}: forget set {_f(forget)} of the gap closed, "
+                f"probes {_f(mean)} ("
+                + ", ".join(f"{k} {_f(entry[k])}" for k in ENTAILED)  # type: ignore[arg-type]
+                + f"); collateral {_f(collateral if isinstance(collateral, float) else None)}"
+            )
+    verdict = UNMEASURABLE if not short else HOLDS if 2 * sum(short) > len(short) else FAILS
+    return Finding(
+        "Generalisation probes (RWKU, Jin et al. 2024; UGBench 2025)",
+        "Forgetting stops at the trained sentences: what the forget set entails (the same facts "
+        "asked in other words, backwards, or through another fact) is forgotten less.",
+        rule,
+        verdict,
+        tuple(numbers),
+    )
+
+
 def mia_near_chance(rows: Sequence[Row]) -> Finding:
     rule = (
         f"the LOSS-attack AUC of each method's final model (LUME's documents, lume/mia/loss, "
@@ -392,6 +431,7 @@ CHECKS: tuple[Callable[[Sequence[Row]], Finding], ...] = (
     no_baseline_passes_forget10,
     forget01_easier,
     formats_keep_knowledge,
+    forgetting_stops_at_the_sentences,
     mia_near_chance,
     ga_collapses_utility,
 )
@@ -408,4 +448,6 @@ def findings_rules() -> dict[str, Any]:
         "QA unlearned (gap removed)": QA_UNLEARNED,
         "formats gap over QA": FORMAT_GAP,
         "least format spread": MIN_FORMAT_SPREAD,
+        "probes' shortfall (gap closed)": PROBE_SHORTFALL,
+        "least probe gap (probability)": MIN_GAP,
     }

@@ -21,11 +21,13 @@ import jinja2
 from markupsafe import Markup
 
 from forgetbench import rows as row_math
+from forgetbench.generalisation import MIN_GAP
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.metrics.mia import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
 from forgetbench.report.findings import check_findings, findings_rules
+from forgetbench.report.generalisation import generalisation_bars
 from forgetbench.report.meta_plot import meta_eval_plot
 from forgetbench.report.muse_wmdp import muse_wmdp_sections
 from forgetbench.report.transfer import transfer_sections
@@ -67,6 +69,12 @@ _PLOTS: dict[
         plots.format_grid,
         (("formats/",),),
         "formats/<format>/<side> scores",
+    ),
+    "generalisation": (
+        "Does forgetting generalise?",
+        generalisation_bars,
+        (("probes/",),),
+        "probes/<kind> scores (the miniature's generalisation probes)",
     ),
     "mia": (
         "Membership inference and utility over unlearning steps",
@@ -146,6 +154,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         ranked=ranks(validity),
         ranks=row_math.tie_ranks(board),
         privleak_column=any(key == "privleak" for key, _ in columns),
+        probe_min_gap=MIN_GAP,
         board=board,
         references=references,
         seeds=seeds,

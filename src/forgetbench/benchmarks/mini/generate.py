@@ -26,6 +26,7 @@ from forgetbench.benchmarks.mini.corpus import pretraining_corpus
 from forgetbench.benchmarks.mini.formats import format_files
 from forgetbench.benchmarks.mini.lume_layout import lume_files
 from forgetbench.benchmarks.mini.people import rng_for
+from forgetbench.benchmarks.mini.probes import probe_files
 from forgetbench.benchmarks.mini.released import released_texts
 from forgetbench.benchmarks.mini.scales import FORGET_PERCENTS, forget_authors, get_scale
 from forgetbench.benchmarks.mini.tofu_layout import retain_perturbed_authors, tofu_files
@@ -34,8 +35,8 @@ from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json, atomic_write_text, parse_json, read_text, shorten
 
 # Bump whenever the same seed and scale would give different files. Version 3 added the MUSE- and
-# WMDP-shaped folders; every file of version 2 is unchanged, so a version-2 folder is completed in
-# place (`_check_target`).
+# WMDP-shaped folders and the generalisation probes; every file of version 2 is unchanged, so a
+# version-2 folder is completed in place (`_check_target`).
 GENERATOR_VERSION = "3"
 MANIFEST = "manifest.json"
 # Where the released-layout miniatures go in the folder: MUSE's corpus folder as its authors name
@@ -62,6 +63,8 @@ def build_files(*, scale: str, seed: int) -> dict[str, list[dict[str, Any]]]:
         + [(f"world_facts/{i}", fact) for i, fact in enumerate(facts)],
         size.filler_docs,
     )
+    # Evaluation-only files from their own streams: every file above stays as it was.
+    files.update({f"tofu/{name}": rows for name, rows in probe_files(world).items()})
     return files
 
 

@@ -6,7 +6,15 @@ Adding one: a module here with a class holding `name`, `subsets`, `requests`, `p
 named in `forgetbench.eval.runner.TASK_ORDER`. Its metrics go in `forgetbench.metrics.METRICS`.
 """
 
-from forgetbench.eval.tasks import formats, lume, mia, muse, tofu, wmdp  # noqa: F401  (registration)
+from forgetbench.eval.tasks import (  # noqa: F401  (registration)
+    formats,
+    lume,
+    mia,
+    muse,
+    probes,
+    tofu,
+    wmdp,
+)
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, Task, TaskResult, run_task
 
 __all__ = ["TASKS", "EvalSetup", "Task", "TaskResult", "run_task"]

@@ -40,6 +40,7 @@ def _candidates(record: QARecord) -> list[str]:
 
 class TofuTask:
     name = "tofu"
+    set_names: tuple[str, ...] = tuple(SET_FILES)  # its subsets, in this order
 
     def __init__(
         self,
@@ -59,7 +60,7 @@ class TofuTask:
                 raise DataError(
                     f"{name} set: every question needs the same, non-zero number of perturbed answers (found {sorted(widths)})"
                 )
-        self.subsets = {name: list(sets[name]) for name in SET_FILES if name in sets}
+        self.subsets = {name: list(sets[name]) for name in self.set_names if name in sets}
         self.template = template
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens

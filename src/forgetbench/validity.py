@@ -23,7 +23,7 @@ papers' findings are not judged on it. Pure arithmetic over results.json rows, l
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from forgetbench.rows import Row, number, reference, splits
@@ -184,17 +184,28 @@ def check_validity(rows: Sequence[Row]) -> dict[str, Any]:
     """results.json's `validity` block: per split, each check's status (`pass`, `fail`,
     `unknown`), what was found, what it means and what to do, with the numbers; `valid` is true
     only when every check passed, `failed` lists the failed checks as `split/name`."""
+    return _validity_block(
+        rows,
+        lambda split, finetuned, retain: [
+            _distinguishable(split, finetuned, retain),
+            _learnt(split, finetuned, retain),
+            _utility(split, finetuned),
+        ],
+    )
+
+
+def _validity_block(
+    rows: Sequence[Row], checks_of: Callable[[str, Row, Row | None], list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """The `validity` block over every split with a finetuned row: `checks_of(split, finetuned,
+    retain)` gives the split's checks; a split is valid when each passed, the study when every
+    split is."""
     found: dict[str, Any] = {}
     for split in splits(rows):
         finetuned = reference(rows, split, "finetuned")
         if finetuned is None:
             continue
-        retain = reference(rows, split, "retain")
-        checks = [
-            _distinguishable(split, finetuned, retain),
-            _learnt(split, finetuned, retain),
-            _utility(split, finetuned),
-        ]
+        checks = checks_of(split, finetuned, reference(rows, split, "retain"))
         found[split] = {"valid": all(c["status"] == "pass" for c in checks), "checks": checks}
     return {
         "valid": bool(found) and all(s["valid"] for s in found.values()),
@@ -278,16 +289,9 @@ def check_gaps(rows: Sequence[Row], gaps: Sequence[tuple[str, float, str]]) -> d
     shape: per split, one `learnt` check per (score key, margin, words) in `gaps`, passed where
     the finetuned model's score is at least the margin above the retain model's (what it
     learnt from the forget documents that the retain model never read)."""
-    found: dict[str, Any] = {}
-    for split in splits(rows):
-        finetuned = reference(rows, split, "finetuned")
-        if finetuned is None:
-            continue
-        retain = reference(rows, split, "retain")
-        checks = [_gap(split, key, margin, what, finetuned, retain) for key, margin, what in gaps]
-        found[split] = {"valid": all(c["status"] == "pass" for c in checks), "checks": checks}
-    return {
-        "valid": bool(found) and all(s["valid"] for s in found.values()),
-        "failed": failed_checks({"splits": found}),
-        "splits": found,
-    }
+    return _validity_block(
+        rows,
+        lambda split, finetuned, retain: [
+            _gap(split, key, margin, what, finetuned, retain) for key, margin, what in gaps
+        ],
+    )

@@ -79,24 +79,33 @@ def test_token_counts_padding_and_flops_follow_from_the_batches(report):
     assert r["compute_dtype"] == "float32" and r["matmul_peak_flop_per_s"] > 1e9
 
 
+def _first_questions(report):
+    """The tiny study's tokenizer and its first 32 finetuning questions, encoded."""
+    out, _ = report
+    tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))
+    records = load_tofu(out / "data" / "tofu", "full")[:32]
+    return tokenizer, encode_qa(records, tokenizer, TEMPLATE, max_length=512)
+
+
+def _throughput(tokenizer, examples, config, out):
+    return train_throughput(
+        lambda: build_tiny_model(tokenizer, scale="tiny"),
+        examples,
+        config=config,
+        pad_id=tokenizer.pad_token_id,
+        out=out,
+    )
+
+
 def test_a_different_recipe_is_caught(report, tmp_path, monkeypatch):
     """HF's side without the warm-up (its schedule is built in `throughput`, ours in the loop):
     the loss difference exceeds the tolerance and the report says the losses disagree."""
     import forgetbench.train.throughput as throughput
 
-    out, _ = report
-    tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))
-    records = load_tofu(out / "data" / "tofu", "full")[:32]
-    examples = encode_qa(records, tokenizer, TEMPLATE, max_length=512)
+    tokenizer, examples = _first_questions(report)
     config = LoopConfig(lr=1e-3, epochs=1, batch_size=8, per_device_batch_size=4)
     monkeypatch.setattr(throughput, "_warmup_steps", lambda *_: 0)
-    r = train_throughput(
-        lambda: build_tiny_model(tokenizer, scale="tiny"),
-        examples,
-        config=config,
-        pad_id=tokenizer.pad_token_id,
-        out=tmp_path,
-    )
+    r = _throughput(tokenizer, examples, config, tmp_path)
     assert not r["losses_agree"] and r["max_loss_diff"] > 100 * r["loss_tolerance"]
 
 
@@ -120,10 +129,7 @@ def test_length_grouped_batches_pad_less_with_both_trainers(report, tmp_path):
     """`group_by_length`: 32 questions in HF's length-grouped order (batches of 8, one
     megabatch), fewer padded positions than the random order's, and HF's Trainer, fed the same
     order, still loses the same."""
-    out, _ = report
-    tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))
-    records = load_tofu(out / "data" / "tofu", "full")[:32]
-    examples = encode_qa(records, tokenizer, TEMPLATE, max_length=512)
+    tokenizer, examples = _first_questions(report)
     lengths = [len(e.input_ids) for e in examples]
     plain = LoopConfig(lr=1e-3, epochs=1, batch_size=8, per_device_batch_size=4)
     config = replace(plain, group_by_length=True)
@@ -131,13 +137,7 @@ def test_length_grouped_batches_pad_less_with_both_trainers(report, tmp_path):
     def padded(order):
         return sum(4 * max(lengths[i] for i in order[k : k + 4]) for k in range(0, 32, 4))
 
-    r = train_throughput(
-        lambda: build_tiny_model(tokenizer, scale="tiny"),
-        examples,
-        config=config,
-        pad_id=tokenizer.pad_token_id,
-        out=tmp_path,
-    )
+    r = _throughput(tokenizer, examples, config, tmp_path)
     grouped = padded(epoch_order(config, 32, 0, lengths=lengths))
     assert r["group_by_length"]
     assert r["tokens"] == {"real": sum(lengths), "padded": grouped}

@@ -28,7 +28,7 @@ from forgetbench.metrics import METRICS
 from forgetbench.study.evaluate import Evaluated
 from forgetbench.study.given import given_data, given_model
 from forgetbench.study.inputs import Miniature, Study, miniature
-from forgetbench.study.jobs import Job, eval_job, method_job, run_pool
+from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train import mini as mini_training
@@ -152,14 +152,7 @@ def corpus_row(
     model's (`relative`, e.g. PrivLeak)."""
     scores = dict(evaluated.scores)
     scores.update(bench.relative(scores, retain.scores if retain else None))
-    return {
-        "split": split,
-        "method": method,
-        "step": step,
-        "epoch": round(epoch, 4),
-        **scores,
-        "log": str(evaluated.folder.relative_to(out)),
-    }
+    return model_row(split, method, step, epoch, scores, evaluated, out)
 
 
 def run_corpus_study(

@@ -82,6 +82,21 @@ def study_row(
         )
     )
     scores.setdefault("forget_quality", None)
+    return model_row(split, method, step, epoch, scores, evaluated, out, seed=seed)
+
+
+def model_row(
+    split: str,
+    method: str,
+    step: int,
+    epoch: float,
+    scores: dict[str, Any],
+    evaluated: Evaluated,
+    out: Path,
+    *,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """A results.json row, every study's: which model at which step, its scores, its log."""
     return {
         "split": split,
         "method": method,

@@ -13,12 +13,16 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
+from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.cli import main
+from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
 from forgetbench.metrics.mia import privleak
 from forgetbench.modeling import PromptTemplate, encode_chunk
 from forgetbench.records import TextRecord
+from forgetbench.rows import UTILITY_RATIO
+from forgetbench.study.requests import shared_runs
 from forgetbench.train.unlearn import build_items
 
 
@@ -143,6 +147,74 @@ def test_npo_on_the_forget_chunks_moves_the_model(muse_study):
     )
 
 
+def test_requests_with_the_same_documents_share_one_unlearning_run(tmp_path):
+    data = tmp_path / "muse"
+    write_released(data, "muse", scale="tiny")
+    bench = corpus_benchmark("muse")
+    series = list(bench.requests)
+    # The tiny forget set is four articles: scal's forget_k is the first k, sust's fold k the
+    # k-th. Fold 1 of sust is scal's forget_1 and scal's forget_4 is the study's forget set;
+    # sust's later folds start from the previous fold's model, so they share nothing.
+    assert shared_runs(bench, data, series) == {
+        "scal_forget_1": "scal_forget_1", "scal_forget_2": "scal_forget_2",
+        "scal_forget_3": "scal_forget_3", "scal_forget_4": "forget",
+        "sust_forget_1": "scal_forget_1",
+    }  # fmt: skip
+    assert bench.forget_texts("sust_forget_3")(data) == bench.forget_texts("forget")(data)[2:3]
+    # A corpus without scal/ and sust/ (MUSE Books) runs no series.
+    shutil.rmtree(data / "sust")
+    assert [s.name for s in series if s.present(data)] == ["scal"]
+
+
+@pytest.mark.slow
+def test_muse_requests_scalability_and_sustainability(muse_study):
+    run, results = muse_study
+    rows, sequence = results["rows"], results["sequence"]
+    modes = [(r["split"], r["method"], r["mode"], r["request"]) for r in sequence]
+    for name, mode in (("scal", "one-shot"), ("sust", "sequential")):
+        for k in range(1, 5):
+            split = f"{name}_forget_{k}"
+            for method, kind in (
+                ("retain", "reference"),
+                ("finetuned", "reference"),
+                ("npo", mode),
+            ):
+                assert (split, method, kind, k) in modes
+    assert len(sequence) == 2 * 4 * 3
+    by = {(r["split"], r["method"]): r for r in sequence}
+    final = rows[-1]
+    keys = ("muse/verbmem_f", "muse/knowmem_r", "muse/privleak", "muse/mia/min_k")
+    # The references are the study's own evaluations; the run on scal's forget_4 (the whole forget
+    # set) is the study's own run, and sust's first request is scal's first.
+    for key in keys:
+        assert by["scal_forget_3", "finetuned"][key] == rows[1][key]
+        assert by["scal_forget_4", "npo"][key] == final[key]
+        assert by["sust_forget_1", "npo"][key] == by["scal_forget_1", "npo"][key]
+    # Each sequential request starts from the previous one's model: the chain's runs are on disk
+    # under their own names, and seven runs were trained for the study's eleven unlearnt models.
+    runs = sorted(p.name.rsplit("-", 1)[0] for p in (run / "unlearn").iterdir())
+    assert runs == sorted([
+        "npo-forget", "npo-scal_forget_1", "npo-scal_forget_2", "npo-scal_forget_3",
+        "npo-sust_forget_2-after-scal_forget_1", "npo-sust_forget_3-after-sust_forget_2",
+        "npo-sust_forget_4-after-sust_forget_3",
+    ])  # fmt: skip
+    assert (
+        by["sust_forget_4", "npo"]["muse/mia/loss"] != by["scal_forget_1", "npo"]["muse/mia/loss"]
+    )
+    # MUSE's C5 and C6 read KnowMem on the retain set at every request, against the finetuned
+    # model's.
+    (section,) = muse_criteria(rows, sequence)
+    assert section["requests"] == [1, 2, 3, 4]
+    for criterion, name in (("scalability", "scal"), ("sustainability", "sust")):
+        found = section[criterion]["npo"]
+        values = [by[f"{name}_forget_{k}", "npo"]["muse/knowmem_r"] for k in range(1, 5)]
+        assert found["values"] == values
+        base = rows[1]["muse/knowmem_r"]
+        assert found["met"] == all(v >= UTILITY_RATIO * base for v in values)
+    page = (run / "report.html").read_text()
+    assert "Scalability" in page and "request 4" in page
+
+
 @pytest.mark.slow
 def test_the_wmdp_study_writes_accuracy_per_subset_and_the_utility(wmdp_study):
     _, results = wmdp_study
@@ -208,6 +280,12 @@ def test_a_method_that_answers_a_question_is_refused_on_documents(tmp_path, caps
     assert "refusal" in line and not out.exists()
     _refused(["run", "--benchmark", "wmdp", "--methods", "altpo", "--out", str(out)], capsys,
              "alternate answers")  # fmt: skip
+
+
+def test_study_requests_is_refused_where_no_series_is_read(tmp_path, capsys):
+    out = tmp_path / "out"
+    line = _refused(["run", "study.requests=false", "--out", str(out)], capsys, "study.requests")
+    assert "study.sequence" in line and not out.exists()
 
 
 def test_other_commands_refuse_a_document_benchmark(tmp_path, capsys):

@@ -467,6 +467,12 @@ class StudyConfig(_Section):
         "each request the next one's new questions, e.g. [forget01, forget05, forget10]; "
         "[] = none",
     )
+    requests: bool = Field(
+        True,
+        description="a document benchmark's series of forget requests beside its study (MUSE "
+        "News' scal/ and sust/: scalability and sustainability), when its folder has them; "
+        "false skips their unlearning runs",
+    )
     # A ~3M-parameter model cannot keep two CPU threads busy (measured: one process evaluates as
     # fast with 1 thread as with 2), so the built-in study runs its independent jobs (models,
     # reference evaluations, each method's trajectory) in parallel processes of 1 thread each.

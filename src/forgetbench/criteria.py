@@ -108,11 +108,11 @@ def _over_requests(sequence: Sequence[Row]) -> dict[str, Any]:
     key = MUSE_KEYS["knowmem_r"]
     scored = [r for r in sequence if number(r, key) is not None]
     if not scored:
-        return {"requests": [], "scalability": {}, "sustainability": {}}
+        return {"requests": [], "finetuned": [], "scalability": {}, "sustainability": {}}
     base = {int(r["request"]): number(r, key) for r in scored
             if r.get("mode") == "reference" and r["method"] == "finetuned"}  # fmt: skip
     requests = sorted({int(r["request"]) for r in scored})
-    out: dict[str, Any] = {"requests": requests}
+    out: dict[str, Any] = {"requests": requests, "finetuned": [base.get(k) for k in requests]}
     for criterion, mode in (("scalability", "one-shot"), ("sustainability", "sequential")):
         per_method: dict[str, Any] = {}
         for name in dict.fromkeys(r["method"] for r in scored if r.get("mode") == mode):

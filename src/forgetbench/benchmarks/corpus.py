@@ -13,7 +13,9 @@ A `CorpusBenchmark` says, for one benchmark:
   reads), and what a row gets from a model's scores and the retain model's (`relative`, e.g.
   MUSE's PrivLeak needs the retain model's Min-K% AUC);
 - which scores the finetuned model must beat the retain model on for the study to mean anything
-  (`gaps`: the validity gates' analogue), and the unlearning preset its methods start from.
+  (`gaps`: the validity gates' analogue), and the unlearning preset its methods start from;
+- which series of forget requests it adds on top (`requests`: MUSE News' scalability and
+  sustainability), each request a forget set of its own.
 
 Registered by name in `CORPUS_BENCHMARKS`, as methods and metrics are."""
 
@@ -21,13 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.data.chunks import ChunkMode
 from forgetbench.data.muse import load_muse_texts, require_muse
 from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp
+from forgetbench.errors import UnknownNameError
 from forgetbench.metrics.muse import privleak_scores
 from forgetbench.registry import Registry
 
@@ -43,6 +47,28 @@ class Gap:
     key: str
     margin: float
     what: str  # the score in words, for the gate's sentence
+
+
+RequestMode = Literal["one-shot", "sequential"]
+
+
+@dataclass(frozen=True)
+class Requests:
+    """A series of forget requests beside the study's own forget set: request k (1..`count`)
+    forgets `texts(folder, k)`. `one-shot` starts every request from the finetuned model (MUSE's
+    scalability: forget sets that grow); `sequential` starts request k from request k-1's
+    unlearnt model (MUSE's sustainability: one fold after another). A folder without the
+    series' files (`present` false: MUSE Books has no scal/ or sust/) runs no series."""
+
+    name: str  # the files' subset; request k's forget set is split `{name}_forget_{k}`
+    criterion: str  # what the series decides, as results.json's readers name it
+    mode: RequestMode
+    count: int
+    texts: Callable[[Path, int], list[str]]
+    present: Callable[[Path], bool]
+
+    def split(self, k: int) -> str:
+        return f"{self.name}_forget_{k}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +90,21 @@ class CorpusBenchmark:
     # The presets file (forgetbench/presets) whose methods' settings unlearning starts from on
     # the built-in tiny models.
     unlearn_preset: str
+    requests: tuple[Requests, ...] = ()
+
+    def forget_texts(self, split: str) -> Texts:
+        """The forget documents of `split`: one of `forget_sets`, or a request of a series."""
+        if split in self.forget_sets:
+            return self.forget_sets[split]
+        for series in self.requests:
+            for k in range(1, series.count + 1):
+                if series.split(k) == split:
+                    return lambda folder, series=series, k=k: series.texts(folder, k)
+        known = [
+            *self.forget_sets,
+            *(s.split(k) for s in self.requests for k in range(1, s.count + 1)),
+        ]
+        raise UnknownNameError(f"{self.title} forget set", split, known)
 
 
 CORPUS_BENCHMARKS: Registry[Callable[[], CorpusBenchmark]] = Registry("document benchmark")
@@ -90,6 +131,22 @@ def _corpora(*names: str) -> Texts:
         return [t for name in names for t in load_wmdp_corpus(folder, name)]
 
     return read
+
+
+def _fold_texts(subset: str, folder: Path, k: int) -> list[str]:
+    """Request k's documents: MUSE's `{subset}/forget_{k}`."""
+    return load_muse_texts(folder, subset, f"forget_{k}")
+
+
+def _has_folds(subset: str, count: int, folder: Path) -> bool:
+    return all((Path(folder) / subset / f"forget_{k}.json").is_file() for k in range(1, count + 1))
+
+
+def _folds(subset: str, mode: RequestMode, criterion: str) -> Requests:
+    # Module-level functions under partial: a series travels to the study's worker processes.
+    return Requests(
+        subset, criterion, mode, 4, partial(_fold_texts, subset), partial(_has_folds, subset, 4)
+    )
 
 
 def _no_relative(scores: Mapping[str, Any], retain: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -130,6 +187,12 @@ def muse() -> CorpusBenchmark:
             Gap("muse/mia/min_k", 0.1, "Min-K% AUC of forget vs holdout (PrivLeak's)"),
         ),
         unlearn_preset="muse",
+        # News' scal/ and sust/ (`scal/forget_k` grows, `sust/forget_k` is fold k): MUSE judges
+        # utility preservation (KnowMem on the retain set) after each request.
+        requests=(
+            _folds("scal", "one-shot", "scalability"),
+            _folds("sust", "sequential", "sustainability"),
+        ),
     )
 
 

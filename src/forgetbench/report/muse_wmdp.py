@@ -54,6 +54,8 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
             for criterion in ("scalability", "sustainability")
             for name, found in section[criterion].items()
         ]
+        if requests:  # first the value each request is judged against: the finetuned model's
+            requests.insert(0, ["reference", "finetuned", *map(_number, section["finetuned"]), ""])
         sections.append({
             "split": section["split"],
             "head": MUSE_HEAD,

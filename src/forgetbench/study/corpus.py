@@ -4,8 +4,9 @@ description (`forgetbench.benchmarks.corpus`) without knowing which one it is.
 Data (the benchmark's built-in miniature in its released layout, or the user's folder of it) ->
 the miniature's pretrained base -> the finetuned model (the base trained on the benchmark's
 finetune documents) and the retain model (trained without the forget documents) -> every method
-on every forget set of the benchmark, unlearning on text chunks -> the benchmark's evaluation of
-every model and snapshot -> rows, the validity gates (the finetuned model must be measurably
+on every forget set of the benchmark, unlearning on text chunks, and on each series of forget
+requests it has (`study/requests.py`) -> the benchmark's evaluation of every model and snapshot
+-> rows, the validity gates (the finetuned model must be measurably
 above the retain model) and results.json. Each model is a cached stage and each evaluation a
 cached one, as in the TOFU-shaped study."""
 
@@ -30,6 +31,7 @@ from forgetbench.study.given import given_data, given_model
 from forgetbench.study.inputs import Miniature, Study, miniature
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
 from forgetbench.study.pool import make_pool, study_workers
+from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train import mini as mini_training
 from forgetbench.train.presets import eval_preset
@@ -172,6 +174,9 @@ def run_corpus_study(
     study = corpus_models(config, bench, data, mini, progress=progress)
     timings: dict[str, float] = dict(mini.timings)
     workers = study_workers(config, None)
+    # The split the benchmark's evaluation is asked for (its test sets do not depend on the
+    # forget set unlearnt): every request is scored as the study's own forget set is.
+    eval_split = next(iter(bench.forget_sets))
     pool = make_pool(workers)
     try:
         jobs: list[Job] = []
@@ -186,6 +191,10 @@ def run_corpus_study(
             for name in config.study.methods:
                 args = (study, config, out, split, name, None)
                 jobs.append(((split, name), f"{split}: {name}", method_job, args))
+        # After the study's own runs, so a request with the study's forget set finds it made.
+        series = present_series(bench, data, config)
+        runs = shared_runs(bench, data, series)
+        jobs += request_jobs(study, config, out, series, runs, eval_split)
         futures = run_pool(pool, jobs, title=f"{bench.name} study", progress=progress)
     finally:
         pool.shutdown(cancel_futures=True)
@@ -208,6 +217,14 @@ def run_corpus_study(
                         bench, split, name, step, epoch, evaluated, references["retain"], out
                     )
                 )
+    scored = {role: futures[eval_split, role].result()[0] for role in ("retain", "finetuned")}
+
+    def make_row(
+        split: str, method: str, step: int, epoch: float, evaluated: Evaluated
+    ) -> dict[str, Any]:
+        return corpus_row(bench, split, method, step, epoch, evaluated, scored["retain"], out)
+
+    sequence = request_rows(series, config.study.methods, futures, scored, make_row, timings)
     timings["total"] = time.perf_counter() - started
     results = {
         "forgetbench_version": __version__,
@@ -223,6 +240,7 @@ def run_corpus_study(
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "validity": check_gaps(rows, [(g.key, g.margin, g.what) for g in bench.gaps]),
         "rows": rows,
+        **({"sequence": sequence} if sequence else {}),
     }
     write_results(out, results)
     return results

@@ -186,6 +186,12 @@ def run_study(
             "study.meta_eval trains pools of the built-in miniature's models",
             "drop study.meta_eval, or run the built-in study (no --model, --data or --benchmark)",
         )
+    if "requests" in config.study.model_fields_set:
+        raise ConfigError(
+            "study.requests is an option of a document benchmark's study (MUSE's scalability "
+            "and sustainability), which this study does not read",
+            "drop study.requests (this study's requests one after another are study.sequence)",
+        )
     workers = study_workers(config, model)
     pool = make_pool(workers)
     reported = config
@@ -274,13 +280,15 @@ def run_study(
 
 def _dumped(config: RunConfig) -> dict[str, Any]:
     """The config as results.json records it. The cross-format and sequence options appear only
-    when set: a study without them writes the results.json it wrote before they existed."""
+    when set: a study without them writes the results.json it wrote before they existed. A
+    document benchmark's `study.requests` never appears: this study does not read it."""
     dumped = config.model_dump()
     study = dumped["study"]
     if study["unlearn_formats"] == ["qa"]:
         del study["unlearn_formats"]
     if not study["sequence"]:
         del study["sequence"]
+    del study["requests"]  # a document benchmark's option (refused above when set)
     return dumped
 
 

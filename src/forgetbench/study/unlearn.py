@@ -66,7 +66,7 @@ def document_sets(
             for text in text_chunks(tokenizer, documents, length=length, mode=bench.chunk_mode)
         ]
 
-    return chunks(bench.forget_sets[split](study.data)), chunks(bench.retain_texts(study.data))
+    return chunks(bench.forget_texts(split)(study.data)), chunks(bench.retain_texts(study.data))
 
 
 def resolve_method(
@@ -142,7 +142,8 @@ def unlearn_split(
     cross-format matrix and the sequences of requests. `fmt` other than qa presents the forget
     and retain sets as that format's training texts (study/transfer.py); `after` = (previous
     split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
-    model and forgets only the questions `split` adds to the previous one."""
+    model and forgets only the questions `split` adds to the previous one (a document
+    benchmark's request is its own fold of documents: all of it)."""
     config = method_config(config, name, seed)
     tofu = tofu_root(study.data)
     loop, method_options = study.unlearn_defaults(name)
@@ -166,8 +167,9 @@ def unlearn_split(
         retain = format_texts(study.data, fmt, "retain", study.template, tokenizer)
         label = f"{split}-{fmt}"
     if after is not None:
-        earlier = {r.question for r in load_tofu(tofu, after[0])}
-        forget = [r for r in forget if r.question not in earlier]
+        if study.documents is None:  # TOFU's nested splits: the questions this request adds
+            earlier = {r.question for r in load_tofu(tofu, after[0])}
+            forget = [r for r in forget if r.question not in earlier]
         start, label = after[1], f"{split}-after-{after[0]}"
     result = run_unlearning(
         out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,

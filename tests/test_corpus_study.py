@@ -118,7 +118,7 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
 def test_eval_scores_your_model_on_a_muse_folder_as_the_study_did(muse_study, tmp_path, capsys):
     run, results = muse_study
     finetuned = results["rows"][1]
-    data = str(run / "data-muse")
+    data = str(run / "data" / "muse" / "news")
     (retain_model,) = run.glob("models/*muse-retain*/model")
     common = ["eval", "--benchmark", "muse", "--data", data, "--json", "--no-progress"]
     assert main([*common, "--model", str(retain_model), "--out", str(tmp_path / "r")]) == 0

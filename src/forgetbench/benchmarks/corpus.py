@@ -3,8 +3,8 @@ that `forgetbench run --benchmark NAME` builds its models, unlearns and scores w
 which benchmark it runs.
 
 A `CorpusBenchmark` says, for one benchmark:
-- how its built-in miniature is written for a scale and seed (`write_miniature`), and how a
-  folder of it is checked before any work (`require`: one sentence naming every missing or
+- where its built-in miniature lies in the miniature's data folder (`miniature_folder`, written
+  by `forgetbench data generate` beside TOFU's files), and how a folder of it is checked before any work (`require`: one sentence naming every missing or
   malformed file);
 - what the finetuned model and the retain model train on (`finetune_texts`, `retain_model_texts`:
   documents, cut into chunks as the reference code cuts them, `chunk_tokens` / `chunk_mode`);
@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from forgetbench.benchmarks.mini.released import write_released
+from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
 from forgetbench.data.chunks import ChunkMode
 from forgetbench.data.muse import load_muse_texts, require_muse
 from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp
@@ -75,7 +75,7 @@ class Requests:
 class CorpusBenchmark:
     name: str
     title: str
-    write_miniature: Callable[[Path, str, int], object]  # (folder, scale, seed)
+    miniature_folder: str  # within the miniature's data folder
     require: Callable[[Path], object]  # raises DataError naming every bad file
     finetune_texts: Texts
     retain_model_texts: Texts
@@ -153,13 +153,6 @@ def _no_relative(scores: Mapping[str, Any], retain: Mapping[str, Any] | None) ->
     return {}
 
 
-def _write(benchmark: str) -> Callable[[Path, str, int], object]:
-    def write(folder: Path, scale: str, seed: int) -> object:
-        return write_released(folder, benchmark, scale=scale, seed=seed)
-
-    return write
-
-
 @CORPUS_BENCHMARKS.register("muse")
 def muse() -> CorpusBenchmark:
     """MUSE (Shi et al., 2024). Its target model is Llama-2 finetuned on the forget and retain
@@ -170,7 +163,7 @@ def muse() -> CorpusBenchmark:
     return CorpusBenchmark(
         name="muse",
         title="MUSE",
-        write_miniature=_write("muse"),
+        miniature_folder=RELEASED_FOLDERS["muse"],
         require=require_muse,
         finetune_texts=_texts(("raw", "forget"), ("raw", "retain1"), ("raw", "retain2")),
         retain_model_texts=_texts(("raw", "retain1"), ("raw", "retain2")),
@@ -205,7 +198,7 @@ def wmdp() -> CorpusBenchmark:
     return CorpusBenchmark(
         name="wmdp",
         title="WMDP",
-        write_miniature=_write("wmdp"),
+        miniature_folder=RELEASED_FOLDERS["wmdp"],
         require=require_wmdp,
         finetune_texts=_corpora("bio-forget", "cyber-forget", "bio-retain", "cyber-retain"),
         retain_model_texts=_corpora("bio-retain", "cyber-retain"),

@@ -19,9 +19,7 @@ from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
-from forgetbench.benchmarks.mini.generate import GENERATOR_VERSION
 from forgetbench.benchmarks.mini.scales import get_scale
-from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.errors import ConfigError
 from forgetbench.methods.base import INPUT_FIELDS, build_method
@@ -96,17 +94,12 @@ def refuse_unread_options(config: RunConfig, bench: CorpusBenchmark) -> None:
     refuse_document_methods(bench, study.methods)
 
 
-def corpus_data(config: RunConfig, bench: CorpusBenchmark, out: Path) -> Path:
+def corpus_data(config: RunConfig, bench: CorpusBenchmark, mini: Miniature) -> Path:
     """The benchmark's folder: the user's (`--data`), checked whole before any work, or its
-    built-in miniature for the scale and seed, written once into the shared cache."""
+    built-in miniature for the scale and seed, which the miniature's data folder holds beside
+    TOFU's files (what `forgetbench data generate` writes)."""
     given = given_data(config)
-    if given is not None:
-        bench.require(Path(given))
-        return Path(given)
-    folder = out / f"data-{bench.name}"
-    name = f"{bench.name}-{config.scale}-seed{config.seed}-v{GENERATOR_VERSION}"
-    with shared_entry(folder, kind="data", name=name):
-        bench.write_miniature(folder, config.scale, config.seed)
+    folder = Path(given) if given is not None else mini.data / bench.miniature_folder
     bench.require(folder)
     return folder
 
@@ -170,7 +163,7 @@ def run_corpus_study(
     unset = {k: v for k, v in eval_preset("mini").items() if k not in config.eval.model_fields_set}
     config = config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
     mini = miniature(config, out, progress=progress)
-    data = corpus_data(config, bench, out)
+    data = corpus_data(config, bench, mini)
     study = corpus_models(config, bench, data, mini, progress=progress)
     timings: dict[str, float] = dict(mini.timings)
     workers = study_workers(config, None)

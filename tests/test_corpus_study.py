@@ -21,7 +21,6 @@ from forgetbench.data.chunks import chunk_bounds, text_chunks
 from forgetbench.metrics.mia import privleak
 from forgetbench.modeling import PromptTemplate, encode_chunk
 from forgetbench.records import TextRecord
-from forgetbench.rows import UTILITY_RATIO
 from forgetbench.study.requests import shared_runs
 from forgetbench.train.unlearn import build_items
 
@@ -107,8 +106,13 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
     assert finetuned["muse/privleak"] == pytest.approx(expected)
     # The gates compare the finetuned model with the retain model, in validity's shape.
     checks = results["validity"]["splits"]["forget"]["checks"]
-    assert [c["numbers"]["key"] for c in checks] == ["muse/verbmem_f", "muse/mia/min_k"]
+    assert [c["numbers"]["key"] for c in checks] == [
+        "muse/verbmem_f", "muse/mia/min_k", "muse/knowmem_r"
+    ]  # fmt: skip
     assert checks[0]["numbers"]["finetuned"] == finetuned["muse/verbmem_f"]
+    # The utility floor: the tiny model's KnowMem on the retain set sits at noise level.
+    assert checks[2]["numbers"]["finetuned"] == finetuned["muse/knowmem_r"] < 10
+    assert checks[2]["status"] == "fail" and "forget/utility" in results["validity"]["failed"]
     assert (run / "results.csv").is_file()
     # The report draws no TOFU leaderboard from rows without TOFU's scores.
     assert 'id="leaderboard"' not in (run / "report.html").read_text()
@@ -209,8 +213,9 @@ def test_muse_requests_scalability_and_sustainability(muse_study):
         found = section[criterion]["npo"]
         values = [by[f"{name}_forget_{k}", "npo"]["muse/knowmem_r"] for k in range(1, 5)]
         assert found["values"] == values
-        base = rows[1]["muse/knowmem_r"]
-        assert found["met"] == all(v >= UTILITY_RATIO * base for v in values)
+        # Not judged: the finetuned model's KnowMem retain is below MUSE's floor (the gate
+        # above); the values are still there to read.
+        assert rows[1]["muse/knowmem_r"] < 10 and found["met"] is None
     page = (run / "report.html").read_text()
     assert "Scalability" in page and "request 4" in page
 

@@ -10,7 +10,7 @@ import pytest
 
 from forgetbench.report.validity import verdict
 from forgetbench.rows import tie_ranks
-from forgetbench.validity import check_validity, failed_checks, ranks
+from forgetbench.validity import check_gaps, check_validity, failed_checks, ranks
 from golden_results import golden_files
 
 
@@ -105,6 +105,24 @@ def test_the_built_in_tiny_study_passes_every_gate(path):
     validity = check_validity(rows)
     assert validity["valid"], failed_checks(validity)
     assert verdict(validity).startswith("Validity gates: all pass")
+
+
+def test_a_document_benchmarks_gaps_and_utility_floor():
+    gaps, floors = [("muse/verbmem_f", 10.0, "VerbMem")], [("muse/knowmem_r", 10.0, "KnowMem")]
+    rows = [_row("retain", **{"muse/verbmem_f": 25.5, "muse/knowmem_r": 7.1}),
+            _row("finetuned", **{"muse/verbmem_f": 59.2, "muse/knowmem_r": 1.25})]  # fmt: skip
+    validity = check_gaps(rows, gaps, floors)
+    # 59.2 - 25.5 >= 10 learnt; 1.25 < 10: the utility criteria would judge noise.
+    assert _statuses(validity) == {"learnt": "pass", "utility": "fail"}
+    assert failed_checks(validity) == ["forget10/utility"] and not validity["valid"]
+    utility = validity["splits"]["forget10"]["checks"][1]
+    assert utility["numbers"] == {"key": "muse/knowmem_r", "finetuned": 1.25, "floor": 10.0}
+    assert "1.25, below 10" in utility["finding"] and "—" in utility["meaning"]
+    rows[1]["muse/knowmem_r"] = 10.0  # at the floor: judged
+    assert _statuses(check_gaps(rows, gaps, floors)) == {"learnt": "pass", "utility": "pass"}
+    del rows[1]["muse/knowmem_r"]
+    assert _statuses(check_gaps(rows, gaps, floors))["utility"] == "unknown"
+    assert _statuses(check_gaps(rows, gaps)) == {"learnt": "pass"}  # no floor, no check
 
 
 def test_ties_on_forget_quality_share_a_rank():

@@ -284,14 +284,53 @@ def _gap(
     )
 
 
-def check_gaps(rows: Sequence[Row], gaps: Sequence[tuple[str, float, str]]) -> dict[str, Any]:
+def _floor(split: str, key: str, floor: float, what: str, finetuned: Row) -> dict[str, Any]:
+    mine = number(finetuned, key)
+    if mine is None:
+        return _check(
+            "utility",
+            "unknown",
+            f"{split}: the finetuned model has no {what} ({key})",
+            "whether a method keeps the model's utility is not judged",
+        )
+    if mine >= floor:
+        return _check(
+            "utility",
+            "pass",
+            f"{split}: finetuned {what} {mine:.3g} >= {floor:g}",
+            key=key,
+            finetuned=mine,
+            floor=floor,
+        )
+    return _check(
+        "utility",
+        "fail",
+        f"{split}: the finetuned model's {what} is {mine:.3g}, below {floor:g}: at that level "
+        "keeping 0.9 of it keeps noise",
+        "the utility criteria (utility preserved; with requests, scalability and "
+        "sustainability) are not judged, and show —",
+        "use a model that answers the utility questions (a larger --scale or your own model)",
+        key=key,
+        finetuned=mine,
+        floor=floor,
+    )
+
+
+def check_gaps(
+    rows: Sequence[Row],
+    gaps: Sequence[tuple[str, float, str]],
+    floors: Sequence[tuple[str, float, str]] = (),
+) -> dict[str, Any]:
     """The validity block of a document benchmark's study (MUSE, WMDP), in `check_validity`'s
     shape: per split, one `learnt` check per (score key, margin, words) in `gaps`, passed where
     the finetuned model's score is at least the margin above the retain model's (what it
-    learnt from the forget documents that the retain model never read)."""
+    learnt from the forget documents that the retain model never read), and one `utility` check
+    per (score key, floor, words) in `floors`, passed where the finetuned model's utility score
+    reaches the floor (`criteria` judges no utility below it)."""
     return _validity_block(
         rows,
         lambda split, finetuned, retain: [
-            _gap(split, key, margin, what, finetuned, retain) for key, margin, what in gaps
+            *(_gap(split, key, margin, what, finetuned, retain) for key, margin, what in gaps),
+            *(_floor(split, key, floor, what, finetuned) for key, floor, what in floors),
         ],
     )

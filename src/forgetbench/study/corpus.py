@@ -231,7 +231,11 @@ def run_corpus_study(
         "config": config.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
-        "validity": check_gaps(rows, [(g.key, g.margin, g.what) for g in bench.gaps]),
+        "validity": check_gaps(
+            rows,
+            [(g.key, g.margin, g.what) for g in bench.gaps],
+            [(f.key, f.floor, f.what) for f in (bench.utility_floor,) if f is not None],
+        ),
         "rows": rows,
         **({"sequence": sequence} if sequence else {}),
     }

@@ -43,15 +43,15 @@ def main() -> int:
     from forgetbench.device import DTYPES, place_model
     from forgetbench.methods.base import DepthScaledMethod, build_method, get_method, method_names
     from forgetbench.modeling import LLAMA_SHAPES, Encoded, apply_lora, build_tiny_model
-    from forgetbench.train.loop import enable_gradient_checkpointing
-    from forgetbench.train.unlearn import (
-        _REFERENCE_FIELDS,
+    from forgetbench.train.items import (
+        REFERENCE_FIELDS,
         UnlearnItem,
         collate_items,
-        lora_for_method,
-        method_loss,
         with_reference_logps,
     )
+    from forgetbench.train.loop import enable_gradient_checkpointing
+    from forgetbench.train.method_loss import method_loss
+    from forgetbench.train.unlearn import lora_for_method
 
     class Tokenizer:  # what build_tiny_model reads: a 32k vocabulary, as Llama-2's
         bos_token_id, eos_token_id, pad_token_id = 1, 2, 0
@@ -93,7 +93,7 @@ def main() -> int:
                 torch.set_default_dtype(default)
         model = place_model(model, args.device)
         weights = torch.cuda.memory_allocated() if cuda else 0
-        plan = with_reference_logps(model, items, pad_id=0, fields=needs & _REFERENCE_FIELDS)
+        plan = with_reference_logps(model, items, pad_id=0, fields=needs & REFERENCE_FIELDS)
         if args.lora:
             model = apply_lora(model, **lora_for_method(method, model, {}))
         if args.gradient_checkpointing:

@@ -102,7 +102,8 @@ def main() -> int:
     ap.add_argument("--split", default="forget10")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from forgetbench.train.unlearn import MethodLoss, collate_items
+    from forgetbench.train.items import collate_items
+    from forgetbench.train.method_loss import MethodLoss
 
     state = harness.prepare(argparse.Namespace(**vars(args), steps=1, batch_size=8))
     model, reference = state["model"], state["reference"]

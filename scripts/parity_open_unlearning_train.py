@@ -81,7 +81,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.methods.refusals import load_refusals
     from forgetbench.modeling import load_model, resolve_template
     from forgetbench.study.unlearn import forget_records, retain_split_for
-    from forgetbench.train.unlearn import _REFERENCE_FIELDS, build_items, with_reference_logps
+    from forgetbench.train.items import REFERENCE_FIELDS, build_items, with_reference_logps
 
     model, tokenizer = load_model(str(args.model))
     model.eval()
@@ -97,7 +97,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         max_length=512, epochs=epochs, alternates=True,
     )  # fmt: skip
     pad = tokenizer.pad_token_id
-    items = with_reference_logps(model, plan, pad_id=pad, fields=_REFERENCE_FIELDS)
+    items = with_reference_logps(model, plan, pad_id=pad, fields=REFERENCE_FIELDS)
     state = {"model": model, "tokenizer": tokenizer, "template": template.name,
              "items": [item for epoch in items for item in epoch]}  # fmt: skip
     if args.reference:
@@ -105,7 +105,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         # at a copy every log-ratio and KL is 0, which hides how a method reads its reference.
         reference, _ = load_model(str(args.reference))
         state["reference"] = reference.eval().requires_grad_(False)
-        items = with_reference_logps(reference, plan, pad_id=pad, fields=_REFERENCE_FIELDS)
+        items = with_reference_logps(reference, plan, pad_id=pad, fields=REFERENCE_FIELDS)
         state["reference_items"] = [item for epoch in items for item in epoch]
     return state
 
@@ -137,7 +137,7 @@ def forgetbench_losses(
     batches: dict[str, Any],
     frozen: Any,
 ) -> dict[str, dict[str, float]]:
-    from forgetbench.train.unlearn import MethodLoss
+    from forgetbench.train.method_loss import MethodLoss
 
     model = state["model"]
     out: dict[str, dict[str, float]] = {}
@@ -258,8 +258,9 @@ def train_forgetbench(
     the finetuned weights; returns the step losses, every micro-batch as collated, the loop, and
     the final model."""
     from forgetbench.modeling import load_model
+    from forgetbench.train.items import collate_items
     from forgetbench.train.loop import train_loop
-    from forgetbench.train.unlearn import collate_items, method_loss
+    from forgetbench.train.method_loss import method_loss
 
     loop, method = preset_method(name)
     loop = replace(loop, lr=lr, epochs=1, seed=0)
@@ -362,7 +363,7 @@ def main() -> int:
         args.rmu_layers if args.rmu_layers is not None else sorted({layers // 2, layers - 1})
     )
     from forgetbench.methods.rmu import rmu_control_vector
-    from forgetbench.train.unlearn import collate_items
+    from forgetbench.train.items import collate_items
 
     pad = state["tokenizer"].pad_token_id
     report: dict[str, Any] = {"model": str(args.model), "template": state["template"]}

@@ -22,7 +22,7 @@ from forgetbench.metrics.mia import privleak
 from forgetbench.modeling import PromptTemplate, encode_chunk
 from forgetbench.records import TextRecord
 from forgetbench.study.requests import shared_runs
-from forgetbench.train.unlearn import build_items
+from forgetbench.train.items import build_items
 
 
 @pytest.fixture(scope="module")

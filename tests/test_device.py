@@ -23,13 +23,13 @@ from forgetbench.methods.base import DepthScaledMethod, build_method, get_method
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.modeling import PromptTemplate, build_tiny_model
 from forgetbench.records import QARecord
-from forgetbench.train.unlearn import (
-    _REFERENCE_FIELDS,
+from forgetbench.train.items import (
+    REFERENCE_FIELDS,
     build_items,
     collate_items,
-    method_loss,
     with_reference_logps,
 )
+from forgetbench.train.method_loss import method_loss
 from toy import toy_qa, toy_tokenizer
 
 TEMPLATE = PromptTemplate("question_answer")
@@ -103,7 +103,7 @@ def _step(method, model, tokenizer):
         model,
         _plan(alternates=bool(needs & {"alternate_logps"})),
         pad_id=tokenizer.pad_token_id,
-        fields=needs & _REFERENCE_FIELDS,
+        fields=needs & REFERENCE_FIELDS,
     )
     loss, hook = method_loss(method, model)
     guard = DeviceGuard(model, *([loss.frozen] if loss.frozen is not None else []))

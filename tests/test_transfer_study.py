@@ -131,7 +131,7 @@ def test_format_texts_are_what_the_format_evaluation_scores(tiny_study):
 def test_the_engine_scores_only_a_prompt_records_answer(tiny_study):
     from forgetbench.modeling import PromptTemplate, load_tokenizer
     from forgetbench.records import PromptRecord, QARecord
-    from forgetbench.train.unlearn import build_items
+    from forgetbench.train.items import build_items
 
     tokenizer = load_tokenizer(tiny_study[3].model_dir)
     template = PromptTemplate("question_answer")

@@ -20,7 +20,7 @@ from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import UnlearnInputs
 from forgetbench.methods.rmu import RMU
 from forgetbench.modeling import Encoded, collate
-from forgetbench.train.unlearn import MethodLoss
+from forgetbench.train.method_loss import MethodLoss
 
 V = 7  # vocabulary; id 0 is padding
 PAD = 0

@@ -13,15 +13,15 @@ from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.modeling import PromptTemplate, build_tiny_model, collate, forward_logits
 from forgetbench.records import QARecord
-from forgetbench.train.loop import LoopConfig, train_loop
-from forgetbench.train.two_task import TwoTaskStep
-from forgetbench.train.unlearn import (
-    MethodLoss,
+from forgetbench.train.items import (
     build_items,
     collate_items,
     draw_pairings,
     with_reference_logps,
 )
+from forgetbench.train.loop import LoopConfig, train_loop
+from forgetbench.train.method_loss import MethodLoss
+from forgetbench.train.two_task import TwoTaskStep
 from toy import toy_qa, toy_tokenizer
 
 TEMPLATE = PromptTemplate("question_answer")
@@ -407,7 +407,7 @@ def test_forget_records_for_alternates_come_from_the_perturbed_split(tmp_path):
 
 
 def _train_pdu(out, *, epochs: int = 3, on_step=None, batch_size: int = 2):
-    from forgetbench.train.unlearn import StatefulMethodLoss
+    from forgetbench.train.method_loss import StatefulMethodLoss
 
     tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, scale="tiny", seed=0)

@@ -32,8 +32,8 @@ from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train import mini as mini_training
+from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.presets import eval_preset
-from forgetbench.train.unlearn import ALTERNATE_FIELDS
 from forgetbench.validity import check_gaps
 
 # What a method reads beyond the forget and retain texts that a document has no counterpart of:

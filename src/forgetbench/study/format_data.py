@@ -15,7 +15,7 @@ from forgetbench.eval.tasks.formats import FormatsTask
 from forgetbench.io import read_json_records
 from forgetbench.methods.base import build_method
 from forgetbench.records import PromptRecord
-from forgetbench.train.unlearn import ALTERNATE_FIELDS
+from forgetbench.train.items import ALTERNATE_FIELDS
 
 # study.unlearn_formats name -> the format file whose texts train it (qa trains on TOFU's split).
 FORMAT_FILES = {

@@ -21,9 +21,10 @@ from forgetbench.modeling import load_tokenizer
 from forgetbench.records import QARecord, TextRecord
 from forgetbench.study.format_data import format_texts, split_authors
 from forgetbench.study.inputs import Study, resolve
+from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
-from forgetbench.train.unlearn import ALTERNATE_FIELDS, UnlearnResult, run_unlearning
+from forgetbench.train.unlearn import UnlearnResult, run_unlearning
 
 
 def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[QARecord]:

@@ -11,13 +11,14 @@ activations, forget-batch logits). The engine asks a method for its optional par
 protocol (methods/base.py: constants it prepares, the parameters it trains, the hidden layer it
 reads, a two-gradient update through the loop's step hook, train/two_task.py, state across
 steps through the loop's stateful loss, `StatefulMethodLoss`), never by name.
+
+Its parts: `train/items.py` what a step sees (the draws, the encoded items, their reference
+log-probs, the batch), `train/method_loss.py` the method's forward passes and loss; here the
+cached stage (`run_unlearning`), its key, LoRA and the loop around them.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import random
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,68 +28,44 @@ import torch
 
 from forgetbench import __version__
 from forgetbench.cache import shared_entry
-from forgetbench.device import process_state, stage_cost, to_model_device
-from forgetbench.errors import ConfigError, DataError
-from forgetbench.methods._terms import answer_token_logprobs
+from forgetbench.device import process_state, stage_cost
+from forgetbench.errors import DataError
 from forgetbench.methods.base import (
-    HiddenStateMethod,
-    PreparedMethod,
     SelectiveMethod,
-    StatefulMethod,
-    TwoTaskMethod,
-    UnlearnInputs,
     UnlearnMethod,
 )
 from forgetbench.methods.plugins import method_source
 from forgetbench.modeling import (
-    AdaptersDisabled,
-    Encoded,
     PromptTemplate,
     apply_lora,
-    collate,
-    encode_chunk,
-    encode_prompt_answer,
-    forward_logits,
-    hidden_states_at,
-    is_lora,
     load_model,
     merge_lora,
     position_limit,
     save_model,
 )
-from forgetbench.records import PromptRecord, QARecord, TextRecord
+from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
+from forgetbench.train.items import (
+    ALTERNATE_FIELDS,
+    REFERENCE_FIELDS,
+    TrainingRecord,
+    UnlearnItem,
+    build_items,
+    collate_items,
+    with_reference_logps,
+)
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
-from forgetbench.train.sharding import shard_model, sharding_requested, whole_model
+from forgetbench.train.method_loss import method_loss
+from forgetbench.train.sharding import whole_model
 from forgetbench.train.stages import (
     TRAINING_CODE_VERSION,
     inputs_key,
     model_fingerprint,
     publish_model,
 )
-from forgetbench.train.two_task import TwoTaskStep
 
 UNLEARN_FILE = "unlearn.json"
-_REFERENCE_FIELDS = {"ref_forget_logps", "ref_refusal_logps", "ref_alternate_logps"}
-_FROZEN_MODEL_FIELDS = {"ref_retain_logits", "ref_retain_hidden", "ref_forget_logits"}
-# Answer kinds the engine encodes per item and scores once under the start model when asked.
-_SCORED_KINDS = ("forget", "refusal", "alternate")
-ALTERNATE_FIELDS = frozenset({"alternate_logps", "alternate_mask", "ref_alternate_logps"})
-# What the engine trains on: a question and answer the template lays out, a text laid out by
-# its format already, or a document chunk (every token scored).
-TrainingRecord = QARecord | PromptRecord | TextRecord
-
-
-@dataclass(frozen=True)
-class UnlearnItem:
-    forget: Encoded
-    retain: Encoded
-    refusal: Encoded
-    ref_forget_logps: tuple[float, ...] = ()  # (len(forget) - 1,) start model, precomputed
-    ref_refusal_logps: tuple[float, ...] = ()
-    alternate: Encoded | None = None  # only for methods that read alternate answers (AltPO)
-    ref_alternate_logps: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,308 +76,6 @@ class UnlearnResult:
     seconds: float
     cached: bool
     peak_gpu_mib: float | None = None  # peak GPU memory while it trained; None on the CPU
-
-
-def draw_pairings(
-    n_forget: int, n_retain: int, n_refusals: int, *, seed: int, epoch: int
-) -> tuple[list[int], list[int]]:
-    """Epoch `epoch`'s retain partner and refusal (as indices) for each forget sample.
-
-    Redrawn every epoch, as TOFU's `TextForgetDatasetQA.__getitem__` draws a random retain index
-    and a random `idontknow.txt` line on every access, and open-unlearning's `ForgetRetainDataset`
-    a random retain index per item; but a pure function of (seed, epoch), so a rerun, a resumed run
-    and the start model's reference log-probs all see the same draws.
-    """
-    rng = random.Random(f"forgetbench-unlearn:{seed}:{epoch}")
-    partners = [rng.randrange(n_retain) for _ in range(n_forget)]
-    refusals = [rng.randrange(n_refusals) for _ in range(n_forget)]
-    return partners, refusals
-
-
-def draw_alternates(counts: Sequence[int], *, seed: int, epoch: int) -> list[int]:
-    """Epoch `epoch`'s alternate answer (an index into its record's `perturbed_answers`, of which
-    sample i has `counts[i]`) for each forget sample. A stream of its own, so methods without
-    alternates draw exactly the partners and refusals they drew before AltPO existed."""
-    rng = random.Random(f"forgetbench-unlearn-alternate:{seed}:{epoch}")
-    return [rng.randrange(n) for n in counts]
-
-
-def build_items(
-    forget: Sequence[TrainingRecord],
-    retain: Sequence[TrainingRecord],
-    tokenizer: Any,
-    template: PromptTemplate,
-    *,
-    refusals: tuple[str, ...],
-    seed: int,
-    max_length: int,
-    epochs: int = 1,
-    alternates: bool = False,
-) -> list[list[UnlearnItem]]:
-    """One list of items per epoch (the forget set in its order, with that epoch's retain partners
-    and refusals from `draw_pairings`, and with `alternates` an alternate answer from
-    `draw_alternates`). Each distinct text is encoded once and shared."""
-
-    def encode(record: TrainingRecord, answer: str | None = None) -> Encoded:
-        """`record` laid out by the template (a `PromptRecord` is laid out already), with
-        `answer` (a refusal, an alternate) in place of its own."""
-        if isinstance(record, TextRecord):
-            # Every item carries a refusal, read only by methods that answer with one, which
-            # are refused on documents (`study.corpus.refuse_document_methods`).
-            text = record.text if answer is None else answer
-            return encode_chunk(tokenizer, text, max_length=max_length)
-        if isinstance(record, PromptRecord):
-            prompt = record.prompt
-            text = record.answer if answer is None else template.answer(answer)
-        else:
-            prompt = template.prompt(record.question, tokenizer)
-            text = template.answer(record.answer if answer is None else answer)
-        return encode_prompt_answer(tokenizer, prompt, text, max_length=max_length)
-
-    forget_encoded = [encode(f) for f in forget]
-    retain_encoded: dict[int, Encoded] = {}
-    refusal_encoded: dict[tuple[int, int], Encoded] = {}
-    alternate_encoded: dict[tuple[int, int], Encoded] = {}
-    plan = []
-    for epoch in range(epochs):
-        partners, answers = draw_pairings(
-            len(forget), len(retain), len(refusals), seed=seed, epoch=epoch
-        )
-        picks: list[int | None] = [None] * len(forget)
-        if alternates:
-            picks = list(
-                draw_alternates([len(f.perturbed_answers) for f in forget], seed=seed, epoch=epoch)
-            )
-        items = []
-        for i, (r, k, a) in enumerate(zip(partners, answers, picks, strict=True)):
-            if r not in retain_encoded:
-                retain_encoded[r] = encode(retain[r])
-            if (i, k) not in refusal_encoded:
-                refusal_encoded[i, k] = encode(forget[i], refusals[k])
-            if a is not None and (i, a) not in alternate_encoded:
-                record = forget[i]
-                assert isinstance(record, QARecord)  # run_unlearning checked the alternates
-                alternate_encoded[i, a] = encode(record, record.perturbed_answers[a])
-            items.append(
-                UnlearnItem(
-                    forget_encoded[i],
-                    retain_encoded[r],
-                    refusal_encoded[i, k],
-                    alternate=None if a is None else alternate_encoded[i, a],
-                )
-            )
-        plan.append(items)
-    return plan
-
-
-@torch.no_grad()
-def with_reference_logps(
-    model: Any,
-    plan: list[list[UnlearnItem]],
-    *,
-    pad_id: int,
-    fields: set[str],
-    batch_size: int = 16,
-) -> list[list[UnlearnItem]]:
-    """Score every distinct forget answer (and every refusal or alternate answer some epoch uses)
-    once under the start model, so each epoch's items carry the reference log-probs of exactly
-    their own texts."""
-    model.eval()
-    tables: dict[str, dict[int, tuple[float, ...]]] = {}
-    for kind in _SCORED_KINDS:
-        if f"ref_{kind}_logps" not in fields:
-            continue
-        # Items share their Encoded objects (build_items encodes each text once): key by identity.
-        unique = list({id(getattr(i, kind)): getattr(i, kind) for e in plan for i in e}.items())
-        table: dict[int, tuple[float, ...]] = {}
-        for start in range(0, len(unique), batch_size):
-            chunk = unique[start : start + batch_size]
-            batch = to_model_device(collate([e for _, e in chunk], pad_id=pad_id), model)
-            logps, _ = answer_token_logprobs(forward_logits(model, batch), batch["labels"])
-            for row, (key, encoded) in enumerate(chunk):
-                table[key] = tuple(logps[row, : len(encoded.input_ids) - 1].tolist())
-        tables[kind] = table
-    return [
-        [
-            dataclasses.replace(
-                item,
-                **{f"ref_{kind}_logps": t[id(getattr(item, kind))] for kind, t in tables.items()},
-            )
-            for item in items
-        ]
-        for items in plan
-    ]
-
-
-def collate_items(items: list[UnlearnItem], *, pad_id: int) -> dict[str, Any]:
-    batch: dict[str, Any] = {
-        "forget": collate([i.forget for i in items], pad_id=pad_id),
-        "retain": collate([i.retain for i in items], pad_id=pad_id),
-        "refusal": collate([i.refusal for i in items], pad_id=pad_id),
-    }
-    alternates = [i.alternate for i in items]
-    if all(a is not None for a in alternates):
-        batch["alternate"] = collate(alternates, pad_id=pad_id)
-    for kind in _SCORED_KINDS:
-        if kind not in batch:
-            continue
-        width = batch[kind]["input_ids"].shape[1] - 1
-        values = [getattr(i, f"ref_{kind}_logps") for i in items]
-        if all(values):
-            ref = torch.zeros(len(items), width)
-            for row, v in enumerate(values):
-                ref[row, : len(v)] = torch.tensor(v)
-            batch[f"ref_{kind}_logps"] = ref  # (B, T-1), aligned with answer_token_logprobs
-    return batch
-
-
-class MethodLoss:
-    """`loss_fn(model, batch)` for the training loop: runs exactly the forward passes the method's
-    inputs need and returns (loss, named parts). `constants` are the method's `prepare` fields,
-    the same at every step."""
-
-    def __init__(
-        self,
-        method: UnlearnMethod,
-        *,
-        frozen: Any = None,
-        constants: dict[str, torch.Tensor] | None = None,
-    ) -> None:
-        self.method = method
-        self.needs = set(method.required_inputs())
-        self.frozen = frozen
-        self.constants = constants or {}
-
-    def inputs(self, model: Any, batch: dict[str, Any]) -> UnlearnInputs:
-        # The loop's data loader already sends batches to the accelerator's device; a caller
-        # outside it (a two-task step, a test) may not, and every field must be on the model's.
-        batch = to_model_device(batch, model)
-        fields: dict[str, Any] = {}
-        needs = self.needs
-        if needs & {"forget_logps", "forget_mask", "forget_logits", "forget_targets"}:
-            logits = forward_logits(model, batch["forget"])
-            labels = batch["forget"]["labels"]
-            fields["forget_logps"], fields["forget_mask"] = answer_token_logprobs(logits, labels)
-            # Shifted like forget_logps: row t predicts token t+1.
-            fields["forget_logits"] = logits[:, :-1, :]
-            fields["forget_targets"] = labels[:, 1:].masked_fill(~fields["forget_mask"], 0)
-        if "ref_forget_logits" in needs:
-            with torch.no_grad():
-                ref = forward_logits(self.frozen, batch["forget"])
-            fields["ref_forget_logits"] = ref[:, :-1, :]
-        if needs & {"retain_logps", "retain_mask", "retain_logits"}:
-            logits = forward_logits(model, batch["retain"])
-            fields["retain_logps"], fields["retain_mask"] = answer_token_logprobs(
-                logits, batch["retain"]["labels"]
-            )
-            fields["retain_logits"] = logits
-            fields["retain_label_mask"] = batch["retain"]["labels"] != -100
-            fields["retain_attention_mask"] = batch["retain"]["attention_mask"].bool()
-        if "ref_retain_logits" in needs:
-            with torch.no_grad():
-                fields["ref_retain_logits"] = forward_logits(self.frozen, batch["retain"])
-        if needs & {"refusal_logps", "refusal_mask"}:
-            fields["refusal_logps"], fields["refusal_mask"] = answer_token_logprobs(
-                forward_logits(model, batch["refusal"]), batch["refusal"]["labels"]
-            )
-        if needs & {"alternate_logps", "alternate_mask"}:
-            fields["alternate_logps"], fields["alternate_mask"] = answer_token_logprobs(
-                forward_logits(model, batch["alternate"]), batch["alternate"]["labels"]
-            )
-        for kind in _SCORED_KINDS:
-            if f"ref_{kind}_logps" in needs:
-                fields[f"ref_{kind}_logps"] = batch[f"ref_{kind}_logps"]
-        if "forget_hidden" in needs:
-            if not isinstance(self.method, HiddenStateMethod):
-                raise TypeError(f"{self.method.name} needs hidden states but names no layer")
-            layer = self.method.hidden_layer
-            answer_only = self.method.hidden_tokens == "answer"
-
-            def token_mask(part: dict[str, Any]) -> torch.Tensor:
-                return part["labels"] != -100 if answer_only else part["attention_mask"].bool()
-
-            fields["forget_hidden"] = hidden_states_at(model, batch["forget"], layer)
-            fields["forget_hidden_mask"] = token_mask(batch["forget"])
-            fields["retain_hidden"] = hidden_states_at(model, batch["retain"], layer)
-            fields["retain_hidden_mask"] = token_mask(batch["retain"])
-            with torch.no_grad():
-                fields["ref_retain_hidden"] = hidden_states_at(self.frozen, batch["retain"], layer)
-        fields.update(self.constants)
-        return UnlearnInputs(
-            **{k: v for k, v in fields.items() if k in needs or k.endswith("_mask")}
-        )
-
-    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        return self.method.loss(self.inputs(model, batch))
-
-
-class StatefulMethodLoss(MethodLoss):
-    """`MethodLoss` for a `StatefulMethod`: holds the method's state (a dict of floats), passes it
-    to every step, and updates it after each optimizer step from the step's micro-batch numbers
-    (the loop's `StatefulLoss`, which checkpoints and restores it)."""
-
-    def __init__(self, method: StatefulMethod, **kwargs: Any) -> None:
-        super().__init__(method, **kwargs)  # type: ignore[arg-type]
-        self.state = dict(method.initial_state())
-        self._observed: list[dict[str, torch.Tensor]] = []
-
-    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        loss, parts, observed = self.method.stateful_loss(  # type: ignore[attr-defined]
-            self.inputs(model, batch), self.state
-        )
-        self._observed.append({k: v.detach().float() for k, v in observed.items()})
-        return loss, {**parts, **self.state}  # the state this step used, in the log
-
-    def end_step(self, reduce: Any, *, epoch: int) -> None:
-        observed = {
-            k: float(reduce(torch.stack([o[k] for o in self._observed]).mean()))
-            for k in self._observed[0]
-        }
-        self._observed = []
-        self.state = dict(
-            self.method.next_state(self.state, observed, epoch=epoch)  # type: ignore[attr-defined]
-        )
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"method_state": dict(self.state)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        # Every checkpoint of this run folder has one (the folder's key covers the method and
-        # its options); a missing one leaves the initial state rather than failing the resume.
-        saved = state.get("method_state")
-        if saved is not None:
-            self.state = {k: float(v) for k, v in saved.items()}
-
-
-def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskStep | None]:
-    """What the loop trains `model` with for `method`: the loss (with a frozen reference copy of
-    the start model on the model's own device, when the method reads its full outputs, and the
-    method's constants on that device) and, for a two-task method, its step hook."""
-    needs = set(method.required_inputs())
-    frozen = None
-    if needs & _FROZEN_MODEL_FIELDS and is_lora(model):
-        frozen = AdaptersDisabled(model)  # the start model is the base weights: no second copy
-    elif needs & _FROZEN_MODEL_FIELDS:
-        frozen = copy.deepcopy(model).eval()  # a copy of a placed model sits on its device
-        frozen.requires_grad_(False)
-        if sharding_requested():  # sharded as the trained model is: never a full copy each
-            shard_model(frozen, role="reference model")
-    constants = (
-        to_model_device(method.prepare(model), model) if isinstance(method, PreparedMethod) else {}
-    )
-    if isinstance(method, SelectiveMethod):
-        method.select_trainable(model)
-        if is_lora(model):
-            _keep_adapters_only(method, model)
-    loss = (
-        StatefulMethodLoss(method, frozen=frozen, constants=constants)
-        if isinstance(method, StatefulMethod)
-        else MethodLoss(method, frozen=frozen, constants=constants)
-    )
-    # A two-task update is not the gradient of one loss: the loop calls the two-gradient step
-    # hook instead of backward/step, with the same AdamW, schedule, clipping and checkpoints.
-    hook = TwoTaskStep(method, loss.inputs) if isinstance(method, TwoTaskMethod) else None
-    return loss, hook
 
 
 def lora_for_method(method: UnlearnMethod, model: Any, lora: dict[str, Any]) -> dict[str, Any]:
@@ -421,22 +96,6 @@ def lora_for_method(method: UnlearnMethod, model: Any, lora: dict[str, Any]) -> 
     linear = {name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
     modules = sorted({name.rsplit(".", 1)[0] for name in chosen} & linear)
     return {**lora, "target_modules": modules} if modules else lora
-
-
-def _keep_adapters_only(method: UnlearnMethod, model: Any) -> None:
-    """With LoRA only adapters may train (the base weights are also the reference model): of the
-    parameters a selective method chose, keep the adapters'."""
-    chosen = 0
-    for name, parameter in model.named_parameters():
-        parameter.requires_grad = parameter.requires_grad and "lora_" in name
-        chosen += parameter.requires_grad
-    if not chosen:
-        raise ConfigError(
-            f"{method.name} trains only some modules, and with unlearn.lora none of them carries "
-            "an adapter",
-            f"put the adapters on them (unlearn.lora_targets, e.g. the module names {method.name} "
-            "updates), or unlearn without LoRA",
-        )
 
 
 def unlearn_key(
@@ -626,7 +285,7 @@ def train_method(
     (the model, adapters merged; the loop's result; the stage's cost)."""
     needs = set(method.required_inputs())
     plan = with_reference_logps(
-        model, plan, pad_id=tokenizer.pad_token_id, fields=needs & _REFERENCE_FIELDS
+        model, plan, pad_id=tokenizer.pad_token_id, fields=needs & REFERENCE_FIELDS
     )
     if lora:
         model = apply_lora(model, **lora_for_method(method, model, lora))

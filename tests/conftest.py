@@ -106,13 +106,12 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory, tiny_cache: Path):
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # pytest-xdist hands out whole files in this order (the Makefile turns off its own reordering,
-    # which puts the files with the most tests first and left the Ray sweep and the sanity
-    # command to the run's last minute). The first whole-study file starts at once on one
-    # worker and trains the tiny models; the other worker meanwhile takes the slow files that do
-    # not wait on them (two-process runs, whole commands on toy models, report builds), then the
-    # other study file and the slow files that start from the tiny models, and both end on the
-    # quick files, which fill the gaps instead of one worker ending the run alone. Within each
-    # group the collected order is kept.
+    # which puts the files with the most tests first and handed out the Ray sweep and the sanity
+    # command among the last files). The first whole-study file starts at once on one worker and
+    # trains the tiny models; the other worker meanwhile takes the slow files that do not wait on
+    # them (two-process runs, lm-eval, toy training), then the other study file and the slow
+    # files that start from the tiny models, and both end on the quick files, which fill the gaps
+    # instead of one worker ending the run alone. Within each group the collected order is kept.
     study = [item.path for item in items if item.get_closest_marker("study")]
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     tiny = {item.path for item in items if "tiny_study" in getattr(item, "fixturenames", ())}

@@ -5,7 +5,9 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 SHARED ?= ../shared
 # The suite runs in this many pytest-xdist processes (one torch thread each; whole files stay on one
-# worker so a module's trained fixture is built once). 0 runs it in this process.
+# worker so a module's trained fixture is built once), handed out in the order tests/conftest.py
+# sorts them (--no-loadscope-reorder: xdist's default puts the files with most tests first). 0 runs
+# it in this process.
 TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 # torch comes from pip, which finds the CPU wheel this machine's pip configuration points at; the
@@ -57,7 +59,7 @@ demo: $(CORE_STAMP)
 test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.
 	@test -x /usr/bin/chromium || [ "$$(id -u)" != 0 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Only the whole tiny study through `forgetbench run` (every method, every metric, report).
 test-study: install

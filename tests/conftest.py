@@ -105,10 +105,25 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory, tiny_cache: Path):
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The whole-study files first, then every other file with a slow test (two-process runs,
-    # Ray, whole commands): the longest ones start while the short files remain to fill the
-    # other pytest-xdist worker, instead of one of them ending the run alone. Otherwise the
-    # collected order is kept.
-    first = {item.path for item in items if item.get_closest_marker("study")}
+    # pytest-xdist hands out whole files in this order (the Makefile turns off its own reordering,
+    # which puts the files with the most tests first and handed out the Ray sweep and the sanity
+    # command among the last files). The first whole-study file starts at once on one worker and
+    # trains the tiny models; the other worker meanwhile takes the slow files that do not wait on
+    # them (two-process runs, lm-eval, toy training), then the other study file and the slow
+    # files that start from the tiny models, and both end on the quick files, which fill the gaps
+    # instead of one worker ending the run alone. Within each group the collected order is kept.
+    study = [item.path for item in items if item.get_closest_marker("study")]
     slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: (item.path not in first, item.path not in slow))
+    tiny = {item.path for item in items if "tiny_study" in getattr(item, "fixturenames", ())}
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path
+        if study and path == study[0]:
+            return 0
+        if path in slow and path not in tiny:
+            return 1
+        if path in study or path in slow:
+            return 2
+        return 3
+
+    items.sort(key=rank)

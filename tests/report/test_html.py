@@ -159,11 +159,25 @@ def test_missing_results_json_raises_data_error(tmp_path: Path):
     assert not (tmp_path / "report.html").exists()
 
 
-def test_timings_show_the_runs_own_total_once(tmp_path: Path):
-    # A cached rerun: stages took ~0 s each, the recorded total is the run's wall time.
+@pytest.fixture(scope="module")
+def varied_page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The synthetic results with three changes no figure draws, in one report (drawing every plot
+    takes seconds): a cached rerun's timings, passed validity gates, an invalid-UTF-8 generation.
+    Each test below reads its own part of the page."""
+    from forgetbench.validity import check_validity
+
     results = synthetic_results()
+    # A cached rerun: stages took ~0 s each, the recorded total is the run's wall time.
     results["timings"] = {"pretrain": 0.01, "unlearn": 0.02, "total": 4.5}
-    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    results["validity"] = check_validity(results["rows"])
+    example = next(e for e in results["examples"] if e["method"] != "finetuned")
+    example["generation"] = "Answer \ufffd\ufffd"
+    run = tmp_path_factory.mktemp("varied")
+    return build_report(write_results(run, results)).read_text(encoding="utf-8")
+
+
+def test_timings_show_the_runs_own_total_once(varied_page: str):
+    page = varied_page
     table = page[page.index('class="timings"') :]
     table = table[: table.index("</table>")]
     assert table.count(">total<") == 1 and "4.5 s" in table
@@ -216,9 +230,8 @@ def test_without_attacks_there_is_no_robustness_section(tmp_path: Path):
     assert 'id="robustness"' not in page and "Robustness attacks: omitted" in page
 
 
-def test_membership_table_per_model_with_not_resolvable_cells(tmp_path: Path):
-    results = synthetic_results()
-    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+def test_membership_table_per_model_with_not_resolvable_cells(built_report: Path):
+    page = built_report.read_text(encoding="utf-8")
     section = page[page.index('<section id="mia">') : page.index('<section id="robustness">')]
     # Folded: one table per split and model: 3 reference models + 3 methods at their last step.
     section = section[section.index("<details>") : section.index("</details>")]
@@ -330,12 +343,8 @@ def test_a_failed_validity_gate_comes_first_and_nothing_is_ranked_or_judged(tmp_
     assert re.findall(r'<a href="#([^"]+)">', toc)[:2] == ["validity", "leaderboard"]
 
 
-def test_passed_gates_rank_with_ties_said_and_judge_the_findings(tmp_path: Path):
-    from forgetbench.validity import check_validity
-
-    results = synthetic_results()
-    results["validity"] = check_validity(results["rows"])
-    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+def test_passed_gates_rank_with_ties_said_and_judge_the_findings(varied_page: str):
+    page = varied_page
     assert 'class="validity pass"' in page and "Validity gates: all pass" in page
     assert '<table class="leaderboard">' in page and '<table class="findings">' in page
     assert "share a rank" in page
@@ -343,16 +352,18 @@ def test_passed_gates_rank_with_ties_said_and_judge_the_findings(tmp_path: Path)
     assert "0 is the target" in page and "under-unlearning" in page
 
 
-def test_a_caption_names_only_the_reference_models_its_figure_draws(tmp_path: Path):
+def test_a_caption_names_only_the_reference_models_its_figure_draws(
+    built_report: Path, tmp_path: Path
+):
     results = synthetic_results()
-    with_retain = build_report(write_results(tmp_path / "a", results)).read_text(encoding="utf-8")
+    with_retain = built_report.read_text(encoding="utf-8")
     caption = _figcaption(with_retain, "fq-plane-forget10")
     assert "The grey diamond is the retain model" in caption and "black star" in caption
     assert "ringed" in caption
     for kind in ("subscores", "mia"):
         assert "retain model" in _figcaption(with_retain, f"{kind}-forget10")
     results["rows"] = [r for r in results["rows"] if r["method"] != "retain"]
-    page = build_report(write_results(tmp_path / "b", results)).read_text(encoding="utf-8")
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
     caption = _figcaption(page, "fq-plane-forget10")
     assert "diamond" not in caption and "has no point here" in caption
     assert "dashed grey line" not in _figcaption(page, "subscores-forget10")
@@ -360,9 +371,6 @@ def test_a_caption_names_only_the_reference_models_its_figure_draws(tmp_path: Pa
     assert "grey bar" not in _figcaption(page, "robustness-forget10")
 
 
-def test_invalid_utf8_in_a_generation_is_said_beside_it(tmp_path: Path):
-    results = synthetic_results()
-    example = next(e for e in results["examples"] if e["method"] != "finetuned")
-    example["generation"] = "Answer \ufffd\ufffd"
-    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+def test_invalid_utf8_in_a_generation_is_said_beside_it(varied_page: str):
+    page = varied_page
     assert "2 × � = bytes that are not valid UTF-8" in page

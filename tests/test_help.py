@@ -211,3 +211,30 @@ def test_the_override_example_in_help_is_accepted(command):
     example = re.search(r"e\.g\. (\S+)", _help(command).split("KEY=VALUE config overrides")[1])
     argv = [command, *NEEDS.get(command, []), example.group(1)]
     resolve_config(parse_args(build_parser(), argv))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--scale", "hugee"],
+        ["run", "--help"],
+        ["sanity", "eval.batch_size=x"],
+        ["eval", "--model", "m", "--data", "d", "eval.batch_size=x"],
+    ],
+)
+def test_help_and_a_bad_option_answer_before_the_model_code_loads(argv):
+    # A fresh interpreter: what the command imported before it answered. transformers and the
+    # study layer take seconds to import; a typo's one sentence must not wait for them.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom forgetbench.cli import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        "print([m for m in ('transformers', 'forgetbench.modeling', 'forgetbench.study.run')"
+        " if m in sys.modules])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr

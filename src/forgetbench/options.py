@@ -29,6 +29,7 @@ from forgetbench.config import (
     SPLITS,
     RegisteredMethod,
     RunConfig,
+    read_preset,
 )
 
 # The commands that read a run config; the others (data, compare, report) take their own options.
@@ -87,27 +88,24 @@ SPLIT_CHOICES: dict[str, tuple[str, ...]] = {
 
 
 def _mini_finetune(what: str) -> str:
-    # The recipe forgetbench.train.mini trains the built-in miniature with; the train.* defaults
-    # are an LLM's (TOFU's) and apply only to --model. Imported here, when --help is shown, so a
-    # light command never imports torch.
-    from forgetbench.train.mini import mini_recipe
+    # The recipe forgetbench.train.mini trains the built-in miniature with (its numbers live in
+    # the torch-free scales module: every parse builds this help, and parsing must not import
+    # the trainer); the train.* defaults are an LLM's (TOFU's) and apply only to --model.
+    from forgetbench.benchmarks.mini.scales import MINI_LR, get_scale
 
-    recipes = {scale: mini_recipe(scale).finetune for scale in SCALES}
     if what == "epochs":
-        mini = "/".join(str(r.epochs) for r in recipes.values())
+        mini = "/".join(str(get_scale(scale).finetune_epochs) for scale in SCALES)
         return (
             f"finetuning epochs (default: {field_at('train.epochs').default} for --model; the "
             f"built-in miniature's own recipe otherwise: {mini} at {'/'.join(SCALES)})"
         )
-    lrs = sorted({r.lr for r in recipes.values()})
     return (
         f"finetuning learning rate (default: {field_at('train.lr').default:g} for --model; the "
-        f"built-in miniature's own recipe otherwise: {'/'.join(f'{lr:g}' for lr in lrs)})"
+        f"built-in miniature's own recipe otherwise: {MINI_LR:g})"
     )
 
 
 def _unlearn_loop(what: str) -> str:
-    from forgetbench.train.presets import read_preset  # lazy, as mini_recipe above
 
     presets = {name: read_preset(name)["loop"][what] for name in ("tofu", "mini")}
     noun = "epochs" if what == "epochs" else "learning rate"

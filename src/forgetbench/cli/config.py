@@ -217,9 +217,6 @@ def _check_named_files(command: str, config: RunConfig, *, miniature: bool) -> N
 
 def resolve_config(args: argparse.Namespace) -> RunConfig:
     """Defaults, --config file, KEY=VALUE overrides, then the flags, as typed values."""
-    from forgetbench.device import configure
-    from forgetbench.methods.refusals import load_refusals
-
     command = args.command
     given = given_flags(args)
     refuse_twice_set(command, given, args.overrides)
@@ -235,6 +232,10 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     config = load_config(args.config, args.overrides, values, ignore=ignore)
     if command != "config":
         _refuse_unused(args, config, given)
+    # Torch only now: a config that does not validate is refused in a moment.
+    from forgetbench.device import configure
+    from forgetbench.methods.refusals import load_refusals
+
     configure(
         config.model.device,
         config.model.dtype,

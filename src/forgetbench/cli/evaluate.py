@@ -74,11 +74,11 @@ def _cell(value: Any) -> str:
 
 
 def sanity(args: argparse.Namespace) -> dict[str, Any]:
+    config = resolve_config(args)  # a bad option answers before torch is imported
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.sanity import sanity_study
 
     quiet_transformers()
-    config = resolve_config(args)
     out = Path(args.out) if args.out else Path("runs") / f"sanity-{config.scale}"
     if not args.out:
         require_writable_dir(out, option="the default --out")

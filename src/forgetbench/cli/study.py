@@ -21,6 +21,9 @@ from forgetbench.study.given import given_data, given_model
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    # The config first: a bad option is one sentence in a moment, before the study imports
+    # torch and transformers (seconds).
+    config = resolve_config(args)
     from forgetbench.criteria import is_muse, is_wmdp
     from forgetbench.report.html import build_report
     from forgetbench.report.muse_wmdp import print_muse_wmdp
@@ -32,7 +35,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.validity import ranks
 
     quiet_transformers()
-    config = resolve_config(args)
     if config.eval.lume_mmlu is not None:
         raise UsageError(
             "eval.lume_mmlu is one model's MMLU accuracy; a study evaluates many models",

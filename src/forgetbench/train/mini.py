@@ -22,7 +22,7 @@ from typing import Any
 
 from transformers import AutoTokenizer
 
-from forgetbench.benchmarks.mini.scales import get_scale
+from forgetbench.benchmarks.mini.scales import MINI_LR, get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config import TrainConfig
 from forgetbench.data.chunks import text_chunks
@@ -68,7 +68,7 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
     # Measurements behind every number: docs/mini.md, "Pretraining and rehearsal".
     sizes = get_scale(scale)  # its epochs: benchmarks/mini/scales.py
     pretrain = LoopConfig(
-        lr=2e-3,
+        lr=MINI_LR,
         epochs=sizes.pretrain_epochs,
         batch_size=16,
         per_device_batch_size=16,

@@ -229,6 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
         "run", study_cli.run, "the whole study: data, models, methods, metrics, report", writes=True
     )
     _config_options(run, "run")
+    run.add_argument(
+        "--retain-log",
+        metavar="DIR",
+        help="with --model: your retain model's evaluation ('forgetbench eval --out DIR'), for "
+        "the scores relative to it (forget quality, PrivLeak) and its row; the study's one "
+        "forget split (several: study.retain_logs={SPLIT: DIR})",
+    )
     _list_methods(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     _strict_option(run)

@@ -591,6 +591,28 @@ def validate_config(
     return config
 
 
+def load_given_plugins(
+    path: str | Path | None, overrides: list[str] | tuple[str, ...], flags: list[str] | None
+) -> None:
+    """Import the plugins a command line names, and only them: its --config file's `plugins:`,
+    then a `plugins=[...]` override, then --plugin flags, the last given winning as in
+    `load_config`. For `--help`, which lists every registered method before any config is read;
+    the rest of the config is read (and checked) when the command runs."""
+    data: dict[str, Any] = {}
+    sources = []
+    if path is not None:
+        data["plugins"] = _read_yaml(Path(path)).get("plugins")
+        sources.append(str(path))
+    for override in overrides:
+        key, value = _parse_override(override)
+        if key == "plugins":
+            data["plugins"], sources = value, [*sources, "command line"]
+    given_as = {}
+    if flags:
+        data["plugins"], given_as = flags, {"plugins": "--plugin"}
+    _load_plugins(data, " + ".join(sources) or "command line", given_as)
+
+
 def _load_plugins(data: Any, source: str, given_as: Mapping[str, str]) -> None:
     """Import the config's plugins before it is validated: their methods are then registered
     names like the built-ins. A malformed list is left for validation to name."""

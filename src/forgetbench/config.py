@@ -426,10 +426,12 @@ class StudyConfig(_Section):
         description="also meta-evaluate the metrics (faithfulness on pools of models that saw or "
         "never saw the largest forget split; meta_eval.json, report); built-in miniature only",
     )
-    # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`).
+    # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`), and
+    # the retain row and PrivLeak of a MUSE or WMDP study of the user's model.
     retain_logs: dict[str, str] = Field(
         default_factory=dict,
-        description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}",
+        description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}; "
+        "muse, wmdp: {forget: DIR} ('forgetbench eval --out DIR'); run's --retain-log sets one",
     )
     # Shadow models for LiRA / RMIA when the models are not ours: per split, JSON files
     # {"model": folder, "members": [question, ...]}, the layout forgetbench writes for its own.

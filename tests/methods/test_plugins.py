@@ -221,13 +221,15 @@ def test_a_sweep_file_may_search_a_plugin_method(tmp_path, monkeypatch):
     assert list(got["spec"].methods) == ["swept"] and got["config"].plugins == [str(path)]
 
 
-@pytest.mark.parametrize("where", ["flag", "config"])
+@pytest.mark.parametrize("where", ["flag", "config", "override"])
 def test_help_lists_the_methods_of_the_plugins_the_command_line_names(tmp_path, capsys, where):
     text = '"""Listed: a plugin method shown by --help."""\n' + method_file("listed_here")
     path = _write(tmp_path, "mine.py", text)
     given = ["--plugin", str(path)]
     if where == "config":
         given = ["--config", str(_write(tmp_path, "run.yaml", f"plugins: [{path}]\n"))]
+    if where == "override":
+        given = [f"plugins=[{path}]"]
     # --help before the option that names the plugin: argparse stops at --help.
     for argv in (["run", "--help", *given], ["unlearn", *given, "-h"]):
         with pytest.raises(SystemExit) as stopped:

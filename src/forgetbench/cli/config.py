@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import DOCUMENT_BENCHMARKS, FORGET_SPLITS, RunConfig, load_config
+from forgetbench.config import (
+    DOCUMENT_BENCHMARKS,
+    FORGET_SPLITS,
+    RunConfig,
+    load_config,
+    load_given_plugins,
+)
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.options import (
     FLAGS,
@@ -178,6 +184,26 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
             f"{'does' if len(chosen) == 1 else 'do'} not",
             f"drop unlearn.refusals_file, or unlearn with {' or '.join(readers)}",
         )
+
+
+# The commands whose --help lists the registered methods (cli/parser.py's `_list_methods`).
+_LISTING_METHODS = ("run", "unlearn")
+
+
+def load_help_plugins(argv: list[str]) -> None:
+    """`run --help --plugin mine.py` (or with a --config file listing `plugins:`) lists the
+    plugin's methods beside the built-ins: the plugins the command line names are imported
+    before argparse prints the help, wherever --help stands among the options."""
+    # The command is the first word (only --debug may come before it).
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if at is None or argv[at] not in _LISTING_METHODS:
+        return
+    scan = argparse.ArgumentParser(add_help=False)
+    scan.add_argument("--config")
+    scan.add_argument("--plugin", action="append")
+    known, rest = scan.parse_known_args(argv[at + 1 :])
+    overrides = [a for a in rest if a.startswith("plugins=")]
+    load_given_plugins(known.config, overrides, known.plugin)
 
 
 def _retain_log_flag(args: argparse.Namespace, config: RunConfig) -> RunConfig:

@@ -54,7 +54,8 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     # argparse takes a positional list only once, so `run a=1 --splits forget10 b=2` would
     # reject `b=2`; KEY=VALUE overrides may go anywhere after the command.
     if {"-h", "--help"} & set(argv):
-        _load_help_plugins(argv)
+        # Before argparse prints the help: it lists the methods the plugins register.
+        config_cli.load_help_plugins(argv)
     args, extra = parser.parse_known_args(argv)
     overrides = [a for a in extra if _OVERRIDE.match(a)]
     if overrides and hasattr(args, "overrides"):
@@ -66,26 +67,6 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
 
 
 _OVERRIDE = re.compile(r"^[A-Za-z_][\w.]*=")
-# The commands whose --help lists the registered methods (`_list_methods`).
-_LISTING_METHODS = ("run", "unlearn")
-
-
-def _load_help_plugins(argv: list[str]) -> None:
-    """`run --help --plugin mine.py` (or with a --config file listing `plugins:`) lists the
-    plugin's methods beside the built-ins: the plugins the command line names are imported
-    before argparse prints the help, wherever --help stands among the options."""
-    # The command is the first word (only --debug may come before it).
-    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
-    if at is None or argv[at] not in _LISTING_METHODS:
-        return
-    scan = argparse.ArgumentParser(add_help=False)
-    scan.add_argument("--config")
-    scan.add_argument("--plugin", action="append")
-    known, rest = scan.parse_known_args(argv[at + 1 :])
-    from forgetbench.config import load_given_plugins
-
-    overrides = [a for a in rest if _OVERRIDE.match(a)]
-    load_given_plugins(known.config, overrides, known.plugin)
 
 
 def _strict_option(sub: argparse.ArgumentParser) -> None:

@@ -118,17 +118,30 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
     assert 'id="leaderboard"' not in (run / "report.html").read_text()
 
 
+@pytest.fixture(scope="module")
+def retain_eval(muse_study, tmp_path_factory) -> Path:
+    """The MUSE study's retain model scored by `forgetbench eval`: what a user with MUSE's
+    retrained model gives `run --retain-log`."""
+    run, _ = muse_study
+    (retain_model,) = run.glob("models/*muse-retain*/model")
+    out = tmp_path_factory.mktemp("retain-eval") / "r"
+    argv = ["eval", "--benchmark", "muse", "--data", str(run / "data" / "muse" / "news"), "--json",
+            "--no-progress", "--model", str(retain_model), "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    return out
+
+
 @pytest.mark.slow
-def test_eval_scores_your_model_on_a_muse_folder_as_the_study_did(muse_study, tmp_path, capsys):
+def test_eval_scores_your_model_on_a_muse_folder_as_the_study_did(
+    muse_study, retain_eval, tmp_path, capsys
+):
     run, results = muse_study
     finetuned = results["rows"][1]
     data = str(run / "data" / "muse" / "news")
-    (retain_model,) = run.glob("models/*muse-retain*/model")
     common = ["eval", "--benchmark", "muse", "--data", data, "--json", "--no-progress"]
-    assert main([*common, "--model", str(retain_model), "--out", str(tmp_path / "r")]) == 0
     capsys.readouterr()
     argv = [*common, "--model", results["model"]]
-    assert main([*argv, "--out", str(tmp_path / "f"), "--retain-log", str(tmp_path / "r")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "f"), "--retain-log", str(retain_eval)]) == 0
     scores = json.loads(capsys.readouterr().out)["scores"]
     for key in ("muse/verbmem_f", "muse/knowmem_f", "muse/knowmem_r", "muse/mia/min_k"):
         assert scores[key] == pytest.approx(finetuned[key], abs=1e-9), key
@@ -234,6 +247,102 @@ def test_the_wmdp_study_writes_accuracy_per_subset_and_the_utility(wmdp_study):
     assert results["validity"]["splits"]["forget"]["checks"][0]["numbers"]["key"] == "wmdp/all"
 
 
+# --- a study of your own model ----------------------------------------------------------------
+
+
+def _own_study(muse_study, out: Path, *more: str) -> dict:
+    """`run --benchmark muse --model M --data DIR`, the MUSE study's finetuned model standing in
+    for the user's (MUSE's released target model): NPO, one unlearning epoch."""
+    run, results = muse_study
+    argv = ["run", "--benchmark", "muse", "--model", results["model"], "--data",
+            str(run / "data" / "muse" / "news"), "--methods", "npo", "unlearn.epochs=1", "study.workers=1",
+            "--no-progress", "--out", str(out), *more]  # fmt: skip
+    assert main(argv) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.mark.slow
+def test_a_study_of_your_model_scores_it_against_your_retain_models_evaluation(
+    muse_study, retain_eval, tmp_path
+):
+    _, builtin = muse_study
+    results = _own_study(muse_study, tmp_path / "own", "--retain-log", str(retain_eval))
+    assert (results["benchmark"], results["model"]) == ("muse", builtin["model"])
+    assert results["scale"] is None
+    rows = results["rows"]
+    assert [r["method"] for r in rows[:2]] == ["retain", "finetuned"]
+    assert {r["method"] for r in rows[2:]} == {"npo"} and rows[-1]["epoch"] == 1.0
+    # The retain row is the retain model's evaluation, read from the summary eval wrote.
+    summary = json.loads((retain_eval / "summary.json").read_text())["scores"]
+    retain, finetuned = rows[0], rows[1]
+    for key in ("muse/verbmem_f", "muse/knowmem_f", "muse/knowmem_r", "muse/mia/min_k"):
+        assert retain[key] == summary[key], key
+        # The given model is scored as the built-in study scored it (the same model).
+        assert finetuned[key] == pytest.approx(builtin["rows"][1][key], abs=1e-9), key
+    assert (tmp_path / "own" / retain["log"]).resolve() == retain_eval.resolve()
+    # PrivLeak in MUSE's convention, where AUC is 1 - ours:
+    # (AUC_model - AUC_retain) / AUC_retain * 100 on the Min-K% AUC.
+    auc_retain = 1 - summary["muse/mia/min_k"]
+    assert auc_retain > 0  # a defined PrivLeak: the retain model does not separate the sets
+    for row in rows[1:]:
+        auc = 1 - row["muse/mia/min_k"]
+        assert row["muse/privleak"] == pytest.approx((auc - auc_retain) / auc_retain * 100)
+    assert retain["muse/privleak"] == 0.0
+    # The same number the built-in study got against its own retain model (scored in-study).
+    assert finetuned["muse/privleak"] == pytest.approx(builtin["rows"][1]["muse/privleak"])
+    # The gates compare the given model with the retain model's evaluation.
+    checks = results["validity"]["splits"]["forget"]["checks"]
+    assert all(c["status"] in ("pass", "fail") for c in checks), checks
+    assert checks[0]["numbers"]["retain"] == summary["muse/verbmem_f"]
+    # NPO unlearnt the given model with TOFU's recipe for a model of yours (lr 1e-5, batch 32).
+    (run,) = (tmp_path / "own").glob("unlearn/npo-forget-*/unlearn.json")
+    unlearnt = json.loads(run.read_text())
+    assert unlearnt["parent"] == builtin["model"]
+    assert (unlearnt["config"]["lr"], unlearnt["config"]["batch_size"]) == (1e-5, 32)
+
+
+@pytest.mark.slow
+def test_without_a_retain_log_the_study_says_the_gap_cannot_be_checked(
+    muse_study, tmp_path, capsys
+):
+    capsys.readouterr()
+    results = _own_study(muse_study, tmp_path / "own")
+    rows = results["rows"]
+    assert [r["method"] for r in rows[:1]] == ["finetuned"] and len(rows) > 1
+    assert all(r["muse/privleak"] is None and r["muse/verbmem_f"] is not None for r in rows)
+    validity = results["validity"]
+    assert not validity["valid"] and not validity["failed"]
+    checks = validity["splits"]["forget"]["checks"]
+    assert [c["status"] for c in checks] == ["unknown", "unknown"]
+    assert "cannot be checked" in checks[0]["finding"] and "--retain-log" in checks[0]["todo"]
+    # Said first, before any table.
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Validity gates: none failed, but 2 could not be checked"), out[0]
+
+
+@pytest.mark.slow
+def test_a_wmdp_study_of_your_model_reads_its_retain_row_from_the_log(wmdp_study, tmp_path, capsys):
+    run, builtin = wmdp_study
+    data = str(run / "data" / "wmdp")
+    (retain_model,) = run.glob("models/*wmdp-retain*/model")
+    common = ["--benchmark", "wmdp", "--data", data, "--no-progress"]
+    assert main(["eval", *common, "--model", str(retain_model), "--out", str(tmp_path / "r")]) == 0
+    argv = ["run", *common, "--model", builtin["model"], "--methods", "grad_diff",
+            "unlearn.epochs=1", "--retain-log", str(tmp_path / "r"), "--out", str(tmp_path / "o")]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    results = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert (results["benchmark"], results["model"]) == ("wmdp", builtin["model"])
+    rows = results["rows"]
+    assert [r["method"] for r in rows] == ["retain", "finetuned", "grad_diff"]
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())["scores"]
+    for key in ("wmdp/all", "mmlu/all"):
+        assert rows[0][key] == summary[key]
+        assert rows[1][key] == pytest.approx(builtin["rows"][1][key]), key
+    (check,) = results["validity"]["splits"]["forget"]["checks"]
+    assert check["numbers"]["retain"] == summary["wmdp/all"]
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 
@@ -295,3 +404,37 @@ def test_study_requests_is_refused_where_no_series_is_read(tmp_path, capsys):
 
 def test_other_commands_refuse_a_document_benchmark(tmp_path, capsys):
     _refused(["unlearn", "--benchmark", "wmdp", "--out", str(tmp_path / "u")], capsys, "run")
+
+
+def test_a_study_of_your_model_needs_its_data_and_a_retain_log_of_the_same_benchmark(
+    tmp_path, capsys
+):
+    out = tmp_path / "out"
+    line = _refused(["run", "--benchmark", "muse", "--model", str(tmp_path), "--out", str(out)],
+                    capsys, "--data")  # fmt: skip
+    assert "--model needs --data" in line and not out.exists()
+    data = tmp_path / "news"
+    write_released(data, "muse", scale="tiny")
+    wmdp_eval = tmp_path / "wmdp-eval"
+    wmdp_eval.mkdir()
+    (wmdp_eval / "summary.json").write_text(
+        json.dumps({"benchmark": "wmdp", "scores": {"wmdp/all": 0.25}})
+    )
+    argv = ["run", "--benchmark", "muse", "--model", str(tmp_path), "--data", str(data),
+            "--out", str(out), "--retain-log"]  # fmt: skip
+    line = _refused([*argv, str(wmdp_eval)], capsys, "holds scores of wmdp, not of MUSE")
+    assert "study.retain_logs.forget" in line and not out.exists()
+    # A retain model scored on documents cut at another length than this run's.
+    (wmdp_eval / "summary.json").write_text(
+        json.dumps(
+            {
+                "benchmark": "muse",
+                "scores": {},
+                "config": {"train": {"max_length": 256}, "eval": {}},
+            }
+        )
+    )
+    _refused([*argv, str(wmdp_eval)], capsys, "was scored 256 tokens long and this run scores 512")
+    # The built-in study trains its own retain model.
+    _refused(["run", "--benchmark", "muse", "--out", str(out), "--retain-log", str(wmdp_eval)],
+             capsys, "built-in study trains its own retain models")  # fmt: skip

@@ -29,17 +29,21 @@ def retain_log(tiny_study, tmp_path_factory) -> Path:
     return out
 
 
-def _run(model: Path, data: Path, log: Path, out: Path, *extra: str) -> int:
-    return main(["run", "--benchmark", "tofu", "--model", str(model), "--data", str(data / "tofu"),
+def _run(model: Path, data: Path, log: Path, out: Path, *extra: str, flags: bool = False) -> int:
+    """The study of `model` on the TOFU folder with the retain log as study.retain_logs, or
+    (`flags`) as run's --retain-log, the folder given without --benchmark."""
+    given = (["--retain-log", str(log)] if flags
+             else ["--benchmark", "tofu", f"study.retain_logs.forget10={log}"])  # fmt: skip
+    return main(["run", "--model", str(model), "--data", str(data / "tofu"), *given,
                  "--splits", "forget10", "--methods", "grad_ascent", "--attacks", "none",
-                 "unlearn.epochs=1", f"study.retain_logs.forget10={log}", *FAST,
-                 "--out", str(out), "--no-progress", *extra])  # fmt: skip
+                 "unlearn.epochs=1", *FAST, "--out", str(out), "--no-progress", *extra])  # fmt: skip
 
 
 def test_the_retain_log_is_a_row_a_point_and_a_line_of_the_report(tiny_study, retain_log, tmp_path):
     _, data, _, finetuned, _ = tiny_study
     assert _run(finetuned.model_dir, data, retain_log, tmp_path, "--json", "--strict") == 0
     results = json.loads((tmp_path / "results.json").read_text())
+    assert (results["benchmark"], results["model"]) == ("tofu", str(finetuned.model_dir))
     retain = next(r for r in results["rows"] if r["method"] == "retain")
     summary = json.loads((retain_log / "summary.json").read_text())["scores"]
     # Its scores are the ones its evaluation wrote; forget quality against itself is 1.
@@ -63,12 +67,16 @@ def test_a_model_that_never_learnt_the_forget_set_is_not_ranked(
 ):
     _, data, base, _, _ = tiny_study
     # The pretrained base never saw the authors: as "finetuned" it has nothing to forget.
-    assert _run(base.model_dir, data, retain_log, tmp_path, "--strict") == 1
+    # run's --retain-log is study.retain_logs of its one split; a TOFU folder given without
+    # --benchmark is recorded as the TOFU benchmark, not the built-in miniature.
+    assert _run(base.model_dir, data, retain_log, tmp_path, "--strict", flags=True) == 1
     out = capsys.readouterr().out
     assert out.index("This study cannot rank methods") < out.index("leaderboard withheld")
     assert "Leaderboard at matched utility" not in out
     assert "PASS: forget10: finetuned model utility" in out  # the base still answers Real Authors
     results = json.loads((tmp_path / "results.json").read_text())
+    assert results["benchmark"] == "tofu"
     assert "forget10/distinguishable" in results["validity"]["failed"]
+    assert any(r["method"] == "retain" for r in results["rows"])
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert '<table class="leaderboard invalid">' in page and "Not judged." in page

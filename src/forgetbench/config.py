@@ -426,10 +426,12 @@ class StudyConfig(_Section):
         description="also meta-evaluate the metrics (faithfulness on pools of models that saw or "
         "never saw the largest forget split; meta_eval.json, report); built-in miniature only",
     )
-    # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`).
+    # For forget quality when the models are not ours (`--benchmark tofu --model <hub id>`), and
+    # the retain row and PrivLeak of a MUSE or WMDP study of the user's model.
     retain_logs: dict[str, str] = Field(
         default_factory=dict,
-        description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}",
+        description="a retain model's eval log per split, e.g. {forget10: .../retain90_wd0}; "
+        "muse, wmdp: {forget: DIR} ('forgetbench eval --out DIR'); run's --retain-log sets one",
     )
     # Shadow models for LiRA / RMIA when the models are not ours: per split, JSON files
     # {"model": folder, "members": [question, ...]}, the layout forgetbench writes for its own.
@@ -595,6 +597,28 @@ def validate_config(
             ) from None
     _refuse_repeats(config, source, given_as or {})
     return config
+
+
+def load_given_plugins(
+    path: str | Path | None, overrides: list[str] | tuple[str, ...], flags: list[str] | None
+) -> None:
+    """Import the plugins a command line names, and only them: its --config file's `plugins:`,
+    then a `plugins=[...]` override, then --plugin flags, the last given winning as in
+    `load_config`. For `--help`, which lists every registered method before any config is read;
+    the rest of the config is read (and checked) when the command runs."""
+    data: dict[str, Any] = {}
+    sources = []
+    if path is not None:
+        data["plugins"] = _read_yaml(Path(path)).get("plugins")
+        sources.append(str(path))
+    for override in overrides:
+        key, value = _parse_override(override)
+        if key == "plugins":
+            data["plugins"], sources = value, [*sources, "command line"]
+    given_as = {}
+    if flags:
+        data["plugins"], given_as = flags, {"plugins": "--plugin"}
+    _load_plugins(data, " + ".join(sources) or "command line", given_as)
 
 
 def _load_plugins(data: Any, source: str, given_as: Mapping[str, str]) -> None:

@@ -254,6 +254,19 @@ def _gap(
     split: str, key: str, margin: float, what: str, finetuned: Row, retain: Row | None
 ) -> dict[str, Any]:
     mine, theirs = number(finetuned, key), None if retain is None else number(retain, key)
+    if retain is None:
+        return _check(
+            "learnt",
+            "unknown",
+            f"{split}: no retain model or retain log to compare the finetuned model's {what} "
+            "with, so its gap to a retain model cannot be checked",
+            "whether the finetuned model learnt the forget set is not known, and scores "
+            "relative to a retain model (MUSE's PrivLeak) are left out",
+            f"evaluate your retain model with 'forgetbench eval --out DIR' on the same data and "
+            f"give --retain-log DIR (study.retain_logs.{split}=DIR)",
+            key=key,
+            finetuned=mine,
+        )
     if mine is None or theirs is None:
         return _check(
             "learnt",

@@ -219,3 +219,26 @@ def test_a_sweep_file_may_search_a_plugin_method(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep_module, "run_sweep", stand_in)
     assert main(["sweep", "--config", str(sweep), "--out", str(tmp_path / "out")]) == 130
     assert list(got["spec"].methods) == ["swept"] and got["config"].plugins == [str(path)]
+
+
+@pytest.mark.parametrize("where", ["flag", "config", "override"])
+def test_help_lists_the_methods_of_the_plugins_the_command_line_names(tmp_path, capsys, where):
+    text = '"""Listed: a plugin method shown by --help."""\n' + method_file("listed_here")
+    path = _write(tmp_path, "mine.py", text)
+    given = ["--plugin", str(path)]
+    if where == "config":
+        given = ["--config", str(_write(tmp_path, "run.yaml", f"plugins: [{path}]\n"))]
+    if where == "override":
+        given = [f"plugins=[{path}]"]
+    # --help before the option that names the plugin: argparse stops at --help.
+    for argv in (["run", "--help", *given], ["unlearn", *given, "-h"]):
+        with pytest.raises(SystemExit) as stopped:
+            main(argv)
+        assert stopped.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"listed_here Listed: a plugin method shown by --help. (plugin: {path})" in text
+    # Without the plugin the help lists the built-ins only.
+    METHODS._entries.pop("listed_here")
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "listed_here" not in capsys.readouterr().out

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import DOCUMENT_BENCHMARKS, FORGET_SPLITS, RunConfig, load_config
+from forgetbench.config import (
+    DOCUMENT_BENCHMARKS,
+    FORGET_SPLITS,
+    RunConfig,
+    load_config,
+    load_given_plugins,
+)
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.options import (
     FLAGS,
@@ -21,7 +27,7 @@ from forgetbench.options import (
     flag_value,
     unused_reason,
 )
-from forgetbench.study.given import builtin_models, is_miniature, trains_given_model
+from forgetbench.study.given import builtin_models, trains_given_model
 
 # The layers below (the study's miniature, the device, the method registry) are imported where
 # they are used: they import torch, which `forgetbench --help` never needs.
@@ -180,10 +186,60 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
         )
 
 
-def _check_named_files(command: str, config: RunConfig, *, miniature: bool) -> None:
+# The commands whose --help lists the registered methods (cli/parser.py's `_list_methods`).
+_LISTING_METHODS = ("run", "unlearn")
+
+
+def load_help_plugins(argv: list[str]) -> None:
+    """`run --help --plugin mine.py` (or with a --config file listing `plugins:`) lists the
+    plugin's methods beside the built-ins: the plugins the command line names are imported
+    before argparse prints the help, wherever --help stands among the options."""
+    # The command is the first word (only --debug may come before it).
+    at = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    if at is None or argv[at] not in _LISTING_METHODS:
+        return
+    scan = argparse.ArgumentParser(add_help=False)
+    scan.add_argument("--config")
+    scan.add_argument("--plugin", action="append")
+    known, rest = scan.parse_known_args(argv[at + 1 :])
+    overrides = [a for a in rest if a.startswith("plugins=")]
+    load_given_plugins(known.config, overrides, known.plugin)
+
+
+def _retain_log_flag(args: argparse.Namespace, config: RunConfig) -> RunConfig:
+    """run's --retain-log: `study.retain_logs` of the study's one forget split (a document
+    benchmark's forget set, or the TOFU split of --split); several splits need one log each."""
+    path = getattr(args, "retain_log", None)
+    if args.command != "run" or path is None:
+        return config
+    from forgetbench.benchmarks.corpus import corpus_benchmark
+
+    if config.study.retain_logs:
+        raise ConfigError(
+            "forgetbench run got --retain-log and study.retain_logs, two values for one setting",
+            "give one",
+        )
+    bench = corpus_benchmark(config.benchmark.name)
+    splits = list(bench.forget_sets) if bench is not None else config.study.splits
+    if len(splits) != 1:
+        raise ConfigError(
+            f"--retain-log names one retain model's evaluation, and this study runs "
+            f"{len(splits)} forget splits ({', '.join(splits)})",
+            "run one with --split NAME, or give one per split with "
+            "study.retain_logs={SPLIT: DIR, ...}",
+        )
+    study = config.study.model_copy(update={"retain_logs": {splits[0]: path}})
+    return config.model_copy(update={"study": study})
+
+
+def _check_named_files(command: str, config: RunConfig) -> None:
     """The files and folders the config names, there before any data, model or training work:
     the study reads them only after minutes of training."""
     if command in ("run", "sweep"):
+        from forgetbench.benchmarks.corpus import corpus_benchmark
+
+        bench = corpus_benchmark(config.benchmark.name)
+        known = tuple(bench.forget_sets) if bench is not None else FORGET_SPLITS
         named = {
             f"study.retain_logs.{split}": [path] for split, path in config.study.retain_logs.items()
         }
@@ -195,13 +251,13 @@ def _check_named_files(command: str, config: RunConfig, *, miniature: bool) -> N
         )
         for key in named:
             split = key.rsplit(".", 1)[1]
-            if split not in FORGET_SPLITS:
-                raise UnknownNameError(f"split in {key.rsplit('.', 1)[0]}", split, FORGET_SPLITS)
-        if miniature and config.benchmark.name == "mini" and config.study.retain_logs:
+            if split not in known:
+                raise UnknownNameError(f"split in {key.rsplit('.', 1)[0]}", split, known)
+        if builtin_models(config) and config.study.retain_logs:
             raise ConfigError(
                 "study.retain_logs names a retain model's evaluation for a study of your own "
-                "model; the built-in miniature trains its own retain models",
-                "drop study.retain_logs, or pass --model and --data",
+                "model; the built-in study trains its own retain models",
+                "drop study.retain_logs (--retain-log), or pass --model and --data",
             )
         for key, paths in named.items():
             for path in paths:
@@ -229,7 +285,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     ignore = ("sweep",) if command == "sweep" else ()
     # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
     # commands read the model and the data from the config alone.
-    config = load_config(args.config, args.overrides, values, ignore=ignore)
+    config = _retain_log_flag(args, load_config(args.config, args.overrides, values, ignore=ignore))
     if command != "config":
         _refuse_unused(args, config, given)
     # Torch only now: a config that does not validate is refused in a moment.
@@ -248,7 +304,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
 
         check_sharding(config, command)
     if command in ("run", "sweep", "eval"):
-        _check_named_files(command, config, miniature=is_miniature(config))
+        _check_named_files(command, config)
     if config.unlearn.refusals_file and command in ("unlearn", "run"):
         # Read now: unlearning needs it only after minutes of pretraining and finetuning.
         load_refusals(config.unlearn.refusals_file)

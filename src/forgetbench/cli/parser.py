@@ -53,6 +53,9 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     # argparse takes a positional list only once, so `run a=1 --splits forget10 b=2` would
     # reject `b=2`; KEY=VALUE overrides may go anywhere after the command.
+    if {"-h", "--help"} & set(argv):
+        # Before argparse prints the help: it lists the methods the plugins register.
+        config_cli.load_help_plugins(argv)
     args, extra = parser.parse_known_args(argv)
     overrides = [a for a in extra if _OVERRIDE.match(a)]
     if overrides and hasattr(args, "overrides"):
@@ -229,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
         "run", study_cli.run, "the whole study: data, models, methods, metrics, report", writes=True
     )
     _config_options(run, "run")
+    run.add_argument(
+        "--retain-log",
+        metavar="DIR",
+        help="with --model: your retain model's evaluation ('forgetbench eval --out DIR'), for "
+        "the scores relative to it (forget quality, PrivLeak) and its row; the study's one "
+        "forget split (several: study.retain_logs={SPLIT: DIR})",
+    )
     _list_methods(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bars")
     _strict_option(run)
@@ -320,19 +330,22 @@ def _list_methods(sub: argparse.ArgumentParser) -> None:
     sub.formatter_class = argparse.RawDescriptionHelpFormatter
 
     def methods() -> str:
-        from forgetbench.methods.base import method_names, method_summary
+        from forgetbench.methods.base import get_method, method_names, method_summary
+        from forgetbench.methods.plugins import plugin_file
 
         names = method_names()
         width = max(len(name) for name in names) + 4
         columns = min(100, shutil.get_terminal_size().columns) - 2
         lines = ["methods (options as method.<option>=VALUE; docs/methods.md):"]
         for name in names:
+            origin = plugin_file(get_method(name))
             lines += textwrap.wrap(
-                method_summary(name),
+                method_summary(name) + (f" (plugin: {origin})" if origin else ""),
                 width=columns,
                 initial_indent=f"  {name:<{width - 2}}",
                 subsequent_indent=" " * width,
                 break_on_hyphens=False,
+                break_long_words=False,  # a plugin's path stays whole, to copy
             )
         return "\n".join(lines)
 

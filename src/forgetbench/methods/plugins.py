@@ -46,6 +46,11 @@ def is_builtin(cls: type) -> bool:
     return cls.__module__.startswith(_BUILTIN_PREFIX)
 
 
+def plugin_file(cls: type) -> str | None:
+    """The file (or module) of a plugin's method class, as a user named it; None for a built-in."""
+    return None if is_builtin(cls) else _where(cls)
+
+
 def _where(cls: type) -> str:
     """The file that defines `cls`, as a user would name it."""
     module = sys.modules.get(cls.__module__)

@@ -8,10 +8,16 @@ on every forget set of the benchmark, unlearning on text chunks, and on each ser
 requests it has (`study/requests.py`) -> the benchmark's evaluation of every model and snapshot
 -> rows, the validity gates (the finetuned model must be measurably
 above the retain model) and results.json. Each model is a cached stage and each evaluation a
-cached one, as in the TOFU-shaped study."""
+cached one, as in the TOFU-shaped study.
+
+With the user's model (`--model`, with `--data`) nothing is trained before unlearning: the given
+model is the finetuned model, and the retain model comes as the summary that `forgetbench eval`
+wrote for it (`study.retain_logs`, run's `--retain-log`), or not at all: its row and the scores
+relative to it (MUSE's PrivLeak) are then missing, and the gates say they cannot be checked."""
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -21,12 +27,13 @@ from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
-from forgetbench.errors import ConfigError
+from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.methods.base import INPUT_FIELDS, build_method
 from forgetbench.metrics import METRICS
-from forgetbench.study.evaluate import Evaluated
+from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Miniature, Study, miniature
+from forgetbench.study.inputs import Miniature, Study, external_defaults, miniature
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
@@ -72,17 +79,29 @@ def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
 
 def refuse_unread_options(config: RunConfig, bench: CorpusBenchmark) -> None:
     """Options of the TOFU-shaped study that a document study would not read, refused before any
-    work, as every command refuses what it would not read."""
+    work, as every command refuses what it would not read; and a study of the user's model
+    without the folder it was finetuned on."""
     where = f"forgetbench run --benchmark {bench.name}"
-    if given_model(config) is not None:
-        raise ConfigError(
-            f"{where} trains the built-in tiny models on the benchmark's documents; a study of "
-            "your own model is not part of it",
-            "drop --model (give your own data folder with --data)",
-        )
     study = config.study
+    if given_model(config) is not None and given_data(config) is None:
+        raise ConfigError(
+            f"{where} --model needs --data, the folder of {bench.title}'s files in its released "
+            "layout whose documents your model was finetuned on and is to forget",
+            f"add --data DIR (docs/{bench.name}.md, 'Running it on your model')",
+        )
+    if given_model(config) is None and study.retain_logs:
+        raise ConfigError(
+            f"study.retain_logs (--retain-log) names a retain model's evaluation for a study of "
+            f"your own model; {where} without --model trains its own retain model",
+            "drop it, or give your finetuned model with --model and its data with --data",
+        )
+    for split in study.retain_logs:
+        if split not in bench.forget_sets:
+            raise UnknownNameError(
+                f"{bench.title} split in study.retain_logs", split, bench.forget_sets
+            )
     # Refused when set (the default study's robustness attacks are simply not run).
-    unread = ("attacks", "seeds", "sequence", "meta_eval", "retain_logs", "mia_shadow_models")
+    unread = ("attacks", "seeds", "sequence", "meta_eval", "mia_shadow_models")
     given = {f"study.{k}": getattr(study, k) for k in unread if k in study.model_fields_set}
     given["study.unlearn_formats"] = study.unlearn_formats != ["qa"]
     for key, value in given.items():
@@ -92,6 +111,23 @@ def refuse_unread_options(config: RunConfig, bench: CorpusBenchmark) -> None:
                 f"drop {key}",
             )
     refuse_document_methods(bench, study.methods)
+
+
+Logged = tuple[Path, dict[str, Any]]  # a retain model's evaluation folder and its summary
+
+
+def logged_retain(config: RunConfig, bench: CorpusBenchmark) -> dict[str, Logged]:
+    """Per forget split, the retain model's evaluation from `study.retain_logs`, read and checked
+    before any work (`retain_summary`: this benchmark's scores, at this run's scored length)."""
+    return {
+        split: (
+            log_folder(path),
+            retain_summary(
+                bench, path, what=f"study.retain_logs.{split} (--retain-log)", config=config
+            ),
+        )
+        for split, path in config.study.retain_logs.items()
+    }
 
 
 def corpus_data(config: RunConfig, bench: CorpusBenchmark, mini: Miniature) -> Path:
@@ -133,6 +169,28 @@ def corpus_models(
     )
 
 
+def given_study(config: RunConfig, bench: CorpusBenchmark, data: Path) -> Study:
+    """The study of the user's finetuned model (`--model`) on their folder: no base and no
+    retain model of ours; scored as `forgetbench eval` scores it (its template, train.max_length)
+    and unlearnt with the settings the TOFU-shaped study gives a model of the user's (TOFU's
+    recipe; `unlearn.preset` names another, e.g. the benchmark's)."""
+    model = given_model(config)
+    assert model is not None
+    tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
+    return Study(
+        data,
+        Path(model),
+        None,
+        {},
+        resolve_template(config.model.template, tokenizer, model),
+        config.train.max_length,
+        external_defaults,
+        benchmark=bench.eval_layout,
+        finetune_lr=config.train.lr,
+        documents=bench.name,
+    )
+
+
 def corpus_row(
     bench: CorpusBenchmark,
     split: str,
@@ -140,14 +198,41 @@ def corpus_row(
     step: int,
     epoch: float,
     evaluated: Evaluated,
-    retain: Evaluated | None,
+    retain: dict[str, Any] | None,
     out: Path,
 ) -> dict[str, Any]:
     """One model's row: its scores and what the benchmark computes from them and the retain
-    model's (`relative`, e.g. PrivLeak)."""
+    model's scores `retain` (`relative`, e.g. PrivLeak; None without a retain model)."""
     scores = dict(evaluated.scores)
-    scores.update(bench.relative(scores, retain.scores if retain else None))
+    scores.update(bench.relative(scores, retain))
     return model_row(split, method, step, epoch, scores, evaluated, out)
+
+
+def logged_retain_row(
+    bench: CorpusBenchmark, split: str, logged: Logged, out: Path
+) -> dict[str, Any]:
+    """The retain model's row from its evaluation (`study.retain_logs`): its summary's scores,
+    and the relative ones against itself (PrivLeak 0, as a retain model of ours gets). Its log
+    is the evaluation's folder, relative to the results folder as every row's."""
+    folder, summary = logged
+    scores = dict(summary["scores"])
+    scores.update(bench.relative(scores, scores))
+    log = os.path.relpath(folder, out)
+    return {"split": split, "method": "retain", "step": 0, "epoch": 0.0, **scores, "log": log}
+
+
+def corpus_study(
+    config: RunConfig, bench: CorpusBenchmark, out: Path, *, progress: bool
+) -> tuple[Study, dict[str, float]]:
+    """The study's data and models, and the wall time of each stage this run: the user's model
+    on their folder, or the built-in tiny models trained on the benchmark's miniature (or on the
+    user's folder)."""
+    if given_model(config) is not None:
+        return given_study(config, bench, Path(given_data(config))), {}  # type: ignore[arg-type]
+    mini = miniature(config, out, progress=progress)
+    data = corpus_data(config, bench, mini)
+    study = corpus_models(config, bench, data, mini, progress=progress)
+    return study, dict(mini.timings)
 
 
 def run_corpus_study(
@@ -159,14 +244,15 @@ def run_corpus_study(
     refuse_unread_options(config, bench)
     if given_data(config) is not None:
         bench.require(Path(given_data(config)))  # type: ignore[arg-type]  # before any output
-    # The built-in tiny models' evaluation settings (batch size), under the user's eval.*.
-    unset = {k: v for k, v in eval_preset("mini").items() if k not in config.eval.model_fields_set}
-    config = config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
-    mini = miniature(config, out, progress=progress)
-    data = corpus_data(config, bench, mini)
-    study = corpus_models(config, bench, data, mini, progress=progress)
-    timings: dict[str, float] = dict(mini.timings)
-    workers = study_workers(config, None)
+    model = given_model(config)
+    if model is None:
+        # The built-in tiny models' evaluation settings (batch size), under the user's eval.*.
+        preset = eval_preset("mini").items()
+        unset = {k: v for k, v in preset if k not in config.eval.model_fields_set}
+        config = config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
+    logged = logged_retain(config, bench)
+    study, timings = corpus_study(config, bench, out, progress=progress)
+    workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.
     eval_split = next(iter(bench.forget_sets))
@@ -174,50 +260,50 @@ def run_corpus_study(
     try:
         jobs: list[Job] = []
         for split in bench.forget_sets:
-            for role, model_dir in (
-                ("retain", study.retain[split]),
-                ("finetuned", study.finetuned),
-            ):
-                folder = out / "logs" / split / role / "step-0"
-                args = (model_dir, study, config, split, folder, True)
-                jobs.append(((split, role), f"{split}: {role}", eval_job, args))
+            models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
+            for role, model_dir in models.items():
+                if model_dir is not None:
+                    folder = out / "logs" / split / role / "step-0"
+                    args = (model_dir, study, config, split, folder, True)
+                    jobs.append(((split, role), f"{split}: {role}", eval_job, args))
             for name in config.study.methods:
                 args = (study, config, out, split, name, None)
                 jobs.append(((split, name), f"{split}: {name}", method_job, args))
         # After the study's own runs, so a request with the study's forget set finds it made.
-        series = present_series(bench, data, config)
-        runs = shared_runs(bench, data, series)
+        series = present_series(bench, study.data, config)
+        runs = shared_runs(bench, study.data, series)
         jobs += request_jobs(study, config, out, series, runs, eval_split)
         futures = run_pool(pool, jobs, title=f"{bench.name} study", progress=progress)
     finally:
         pool.shutdown(cancel_futures=True)
     rows: list[dict[str, Any]] = []
+    retains: dict[str, dict[str, Any] | None] = {}
     for split in bench.forget_sets:
-        references: dict[str, Evaluated] = {}
-        for role in ("retain", "finetuned"):
-            references[role], timings[f"eval_{split}_{role}"] = futures[split, role].result()
-        for role, evaluated in references.items():
-            rows.append(
-                corpus_row(bench, split, role, 0, 0.0, evaluated, references["retain"], out)
-            )
+        retain: dict[str, Any] | None = None
+        if (split, "retain") in futures:
+            evaluated, timings[f"eval_{split}_retain"] = futures[split, "retain"].result()
+            retain = evaluated.scores
+            rows.append(corpus_row(bench, split, "retain", 0, 0.0, evaluated, retain, out))
+        elif split in logged:
+            rows.append(logged_retain_row(bench, split, logged[split], out))
+            retain = logged[split][1]["scores"]
+        finetuned, timings[f"eval_{split}_finetuned"] = futures[split, "finetuned"].result()
+        rows.append(corpus_row(bench, split, "finetuned", 0, 0.0, finetuned, retain, out))
         for name in config.study.methods:
             trajectory = futures[split, name].result()
             timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
             for step, epoch, _, evaluated in trajectory.snapshots:
-                rows.append(
-                    corpus_row(
-                        bench, split, name, step, epoch, evaluated, references["retain"], out
-                    )
-                )
-    scored = {role: futures[eval_split, role].result()[0] for role in ("retain", "finetuned")}
+                rows.append(corpus_row(bench, split, name, step, epoch, evaluated, retain, out))
+        retains[split] = retain
 
     def make_row(
         split: str, method: str, step: int, epoch: float, evaluated: Evaluated
     ) -> dict[str, Any]:
-        return corpus_row(bench, split, method, step, epoch, evaluated, scored["retain"], out)
+        return corpus_row(bench, split, method, step, epoch, evaluated, retains[eval_split], out)
 
-    sequence = request_rows(series, config.study.methods, futures, scored, make_row, timings)
+    references = [r for r in rows if r["split"] == eval_split and r["step"] == 0]
+    sequence = request_rows(series, config.study.methods, futures, references, make_row, timings)
     timings["total"] = time.perf_counter() - started
     results = {
         "forgetbench_version": __version__,
@@ -225,8 +311,8 @@ def run_corpus_study(
         "seed": config.seed,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "benchmark": bench.name,
-        "scale": config.scale,
-        "model": str(study.finetuned),
+        "scale": config.scale if model is None else None,
+        "model": model or str(study.finetuned),
         "workers": workers,
         "config": config.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},

@@ -24,7 +24,7 @@ from forgetbench.eval.tasks.lume import lume_final_scores
 from forgetbench.io import read_json
 from forgetbench.metrics import METRICS
 from forgetbench.modeling import load_tokenizer, resolve_template
-from forgetbench.study.given import given_data, given_model
+from forgetbench.study.given import given_data, given_model, recorded_benchmark
 from forgetbench.study.inputs import Study
 
 # Scores computed from the model's own scores and log (forget quality against a retain log,
@@ -102,10 +102,9 @@ def eval_command(
             f"{out / SUMMARY_NAME} already exists",
             "pass another --out; finished evaluations are never overwritten",
         )
-    # eval always scores given data: the default benchmark name (mini, the built-in miniature)
-    # then means a TOFU-layout folder, which may carry the miniature's formats and LUME beside it
-    # (every task reads "mini" and "tofu" alike), and the summary records it as tofu.
-    benchmark = "tofu" if config.benchmark.name == "mini" else config.benchmark.name
+    # eval always scores given data, so the default benchmark name (mini) means a TOFU-layout
+    # folder (every task reads "mini" and "tofu" alike), and the summary records it as tofu.
+    benchmark = recorded_benchmark(config)
     documents = corpus_benchmark(benchmark)
     # Read before the work, so a bad path fails at once.
     reference = read_reference(retain_log) if documents is None else (None, None)
@@ -121,7 +120,7 @@ def eval_command(
     }
     if documents is not None:
         documents.require(Path(data))
-        extend = document_extension(documents, retain_log)
+        extend = document_extension(documents, retain_log, config)
         benchmark = documents.eval_layout
     else:
         extend = eval_extension(config, model, reference)
@@ -214,20 +213,61 @@ def eval_extension(config: RunConfig, model: str | None, reference: Reference) -
     return extend
 
 
-def document_extension(bench: CorpusBenchmark, retain_log: str | None) -> Extension:
+def retain_summary(
+    bench: CorpusBenchmark, retain_log: str | Path, *, what: str, config: RunConfig
+) -> dict[str, Any]:
+    """The summary.json that `forgetbench eval --benchmark NAME` wrote for a retain model
+    (`retain_log`: its folder or one of its files), checked to hold scores of benchmark `bench`
+    scored at `config`'s length: a relative score (MUSE's PrivLeak) against another benchmark's
+    numbers, or against documents cut at another length, would mean nothing. `what` names the
+    option that gave it, for the error."""
+    folder = log_folder(retain_log)
+    summary = read_json(folder / SUMMARY_NAME) if (folder / SUMMARY_NAME).is_file() else None
+    scores = summary.get("scores") if isinstance(summary, dict) else None
+    evaluate = (
+        f"evaluate the retain model first with 'forgetbench eval --benchmark {bench.name} "
+        "--model RETAIN --data DIR --out FOLDER' and pass that folder"
+    )
+    if not isinstance(summary, dict) or not isinstance(scores, dict):
+        raise DataError(f"{what} {retain_log}: no {SUMMARY_NAME} with scores in {folder}", evaluate)
+    if summary.get("benchmark") != bench.name:
+        found = summary.get("benchmark") or "no named benchmark"
+        raise DataError(
+            f"{what} {retain_log} holds scores of {found}, not of {bench.title}", evaluate
+        )
+    theirs, ours = _scored_length(summary.get("config")), _scored_length(config.model_dump())
+    if theirs is not None and theirs != ours:
+        raise DataError(
+            f"{what} {retain_log} was scored {theirs} tokens long and this run scores {ours}: "
+            "the retain model's numbers must come from documents cut alike",
+            f"evaluate the retain model again at this run's length ({ours}: eval.max_length, "
+            "else train.max_length), or run at the retain model's",
+        )
+    return summary
+
+
+def _scored_length(dumped: Any) -> int | None:
+    """The evaluation's tokens per scored text in a dumped config (eval.max_length, else
+    train.max_length); None where a summary records no config."""
+    try:
+        return EvalConfig.model_validate(dumped["eval"]).scored_length(
+            dumped["train"]["max_length"]
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def document_extension(
+    bench: CorpusBenchmark, retain_log: str | None, config: RunConfig
+) -> Extension:
     """What `forgetbench eval` adds to a document benchmark's scores: what the benchmark computes
     against the retain model's (MUSE's PrivLeak), from the summary.json that `forgetbench eval`
     wrote for the retain model (`--retain-log` names its folder or one of its files)."""
     retain_scores = None
     if retain_log:
-        retain_scores = summary_scores(retain_log)
-        if not isinstance(retain_scores, dict):
-            raise DataError(
-                f"--retain-log {retain_log}: no {SUMMARY_NAME} with scores in "
-                f"{log_folder(retain_log)}",
-                f"evaluate the retain model first with 'forgetbench eval --benchmark {bench.name} "
-                "--model RETAIN --data DIR --out FOLDER' and pass that folder",
-            )
+        retain_scores = retain_summary(bench, retain_log, what="--retain-log", config=config)[
+            "scores"
+        ]
 
     def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
         return bench.relative(scores, retain_scores) if retain_scores is not None else {}

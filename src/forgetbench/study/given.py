@@ -19,6 +19,15 @@ def given_data(config: RunConfig) -> str | None:
     return config.benchmark.path
 
 
+def recorded_benchmark(config: RunConfig) -> str:
+    """The benchmark a study or an evaluation ran, as results.json and summary.json record it:
+    the named one, where the default name (mini, the built-in miniature) with the user's data
+    means a TOFU-layout folder (tofu), which may carry the miniature's formats and LUME beside
+    it: the data is not the built-in miniature's."""
+    name = config.benchmark.name
+    return "tofu" if name == "mini" and given_data(config) is not None else name
+
+
 def is_miniature(config: RunConfig) -> bool:
     """The study runs on the built-in miniature: its benchmark, data and models."""
     return (

@@ -340,8 +340,9 @@ def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:
     return unlearn_preset("tofu")
 
 
-def _external_defaults(name: str) -> tuple[Any, dict[str, object]]:
-    # Module level, not a lambda: a Study travels to worker processes pickled.
+def external_defaults(name: str) -> tuple[Any, dict[str, object]]:
+    """Every method's unlearning defaults on a model of the user's (`Study.unlearn_defaults`):
+    TOFU's recipe. Module level, not a lambda: a Study travels to worker processes pickled."""
     return external_unlearn_defaults()
 
 
@@ -442,7 +443,7 @@ def resolve(
         {},
         resolve_template(config.model.template, tokenizer, model),
         config.train.max_length,
-        _external_defaults,
+        external_defaults,
         # The default benchmark name: a TOFU-layout folder that may carry the miniature's
         # formats and LUME folders beside it.
         benchmark="mini" if config.benchmark.name == "mini" else "tofu",

@@ -122,19 +122,18 @@ def request_rows(
     series: list[Requests],
     methods: list[str],
     futures: dict[Any, Any],
-    references: dict[str, Evaluated],
+    references: list[dict[str, Any]],
     make_row: RowMaker,
     timings: dict[str, float],
 ) -> list[dict[str, Any]]:
-    """results.json's `sequence` rows: per series and request the finetuned and retain models
-    (mode `reference`: every request is scored on the same test sets, so theirs are the study's
-    own evaluations), then each method's unlearnt model (mode `one-shot` or `sequential`)."""
+    """results.json's `sequence` rows: per series and request the study's reference rows (the
+    finetuned and retain models, mode `reference`: every request is scored on the same test sets,
+    so theirs are the study's own), then each method's unlearnt model (mode `one-shot` or
+    `sequential`)."""
     rows: list[dict[str, Any]] = []
     for one in series:
         for k in range(1, one.count + 1):
-            for role in ("retain", "finetuned"):
-                row = make_row(one.split(k), role, 0, 0.0, references[role])
-                rows.append(_tagged(row, "reference", k))
+            rows += [_tagged({**row, "split": one.split(k)}, "reference", k) for row in references]
         for name in methods:
             steps: list[Step] = []
             for k in range(1, one.count + 1):

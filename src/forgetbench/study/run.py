@@ -23,7 +23,7 @@ from forgetbench.study.attack import attack_job, attack_rows
 from forgetbench.study.corpus import run_corpus_study
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats
-from forgetbench.study.given import given_model, is_miniature
+from forgetbench.study.given import given_model, is_miniature, recorded_benchmark
 from forgetbench.study.inputs import (
     Study,
     miniature,
@@ -258,7 +258,7 @@ def run_study(
         "git_sha": git_sha(),
         "seed": config.seed,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "benchmark": config.benchmark.name,
+        "benchmark": recorded_benchmark(config),
         "scale": config.scale if model is None else None,
         "model": str(model or study.finetuned),
         "workers": workers,

@@ -54,8 +54,9 @@ def document_sets(
     study: Study, split: str, config: RunConfig
 ) -> tuple[list[TextRecord], list[TextRecord]]:
     """A document benchmark's forget set `split` and its retain set as text chunks, cut as its
-    reference code cuts them (`CorpusBenchmark.chunk_tokens`, capped at the model's positions
-    less its BOS, and `chunk_mode`)."""
+    reference code cuts them (`CorpusBenchmark.chunk_tokens`, capped at the study's length less
+    its BOS: the built-in model's positions, or train.max_length for the user's; and
+    `chunk_mode`)."""
     bench = corpus_benchmark(study.documents or "")
     assert bench is not None  # the study was built from the registered description
     tokenizer = load_tokenizer(study.finetuned, trust_remote_code=config.model.trust_remote_code)

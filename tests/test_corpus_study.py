@@ -255,8 +255,9 @@ def _own_study(muse_study, out: Path, *more: str) -> dict:
     for the user's (MUSE's released target model): NPO, one unlearning epoch."""
     run, results = muse_study
     argv = ["run", "--benchmark", "muse", "--model", results["model"], "--data",
-            str(run / "data" / "muse" / "news"), "--methods", "npo", "unlearn.epochs=1", "study.workers=1",
-            "--no-progress", "--out", str(out), *more]  # fmt: skip
+            str(run / "data" / "muse" / "news"), "--methods", "npo", "unlearn.epochs=1",
+            "study.workers=1", "study.requests=false", "--no-progress", "--out", str(out),
+            *more]  # fmt: skip
     assert main(argv) == 0
     return json.loads((out / "results.json").read_text())
 
@@ -311,13 +312,16 @@ def test_without_a_retain_log_the_study_says_the_gap_cannot_be_checked(
     assert [r["method"] for r in rows[:1]] == ["finetuned"] and len(rows) > 1
     assert all(r["muse/privleak"] is None and r["muse/verbmem_f"] is not None for r in rows)
     validity = results["validity"]
-    assert not validity["valid"] and not validity["failed"]
+    # The gaps to a retain model cannot be checked; the utility floor needs none (and the tiny
+    # model's KnowMem on the retain set is below it).
+    assert not validity["valid"] and validity["failed"] == ["forget/utility"]
     checks = validity["splits"]["forget"]["checks"]
-    assert [c["status"] for c in checks] == ["unknown", "unknown"]
+    assert [c["status"] for c in checks] == ["unknown", "unknown", "fail"]
     assert "cannot be checked" in checks[0]["finding"] and "--retain-log" in checks[0]["todo"]
     # Said first, before any table.
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("Validity gates: none failed, but 2 could not be checked"), out[0]
+    assert out[0].startswith("This study cannot rank methods"), out[0]
+    assert sum(line.strip().startswith("UNKNOWN") for line in out[:8]) == 2, out[:8]
 
 
 @pytest.mark.slow
@@ -339,8 +343,9 @@ def test_a_wmdp_study_of_your_model_reads_its_retain_row_from_the_log(wmdp_study
     for key in ("wmdp/all", "mmlu/all"):
         assert rows[0][key] == summary[key]
         assert rows[1][key] == pytest.approx(builtin["rows"][1][key]), key
-    (check,) = results["validity"]["splits"]["forget"]["checks"]
+    check, floor = results["validity"]["splits"]["forget"]["checks"]
     assert check["numbers"]["retain"] == summary["wmdp/all"]
+    assert floor["numbers"] == {"key": "mmlu/all", "finetuned": rows[1]["mmlu/all"], "floor": 0.4}
 
 
 # --- bad input ------------------------------------------------------------------------------

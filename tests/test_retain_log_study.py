@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from forgetbench.cli import main
+from forgetbench.metrics.mia import privleak
 
 pytestmark = [pytest.mark.slow]
 
@@ -51,6 +52,12 @@ def test_the_retain_log_is_a_row_a_point_and_a_line_of_the_report(tiny_study, re
     for key in ("model_utility", "forget/rougeL", "mia/min_k", "exact_memorisation"):
         assert retain[key] == summary[key], key
     assert (tmp_path / retain["log"]).resolve() == retain_log.resolve()
+    # Every other row's PrivLeak against the retain model's Min-K% AUC from that summary.
+    for row in results["rows"]:
+        if row["method"] != "retain":
+            assert row["privleak"] == pytest.approx(
+                privleak(row["mia/min_k"], summary["mia/min_k"])
+            )
     assert results["validity"]["valid"], results["validity"]
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     board = page[page.index('<table class="leaderboard">') :]

@@ -72,12 +72,17 @@ def study_row(
             )
         )
     reference_log = reference.log if reference else retain_logs.get(split)
+    # A retain model given as its log (study.retain_logs) brings its scores in the summary.json
+    # `forgetbench eval` wrote beside it, when it did: PrivLeak needs its MIA AUC.
+    reference_scores = reference.scores if reference else None
+    if reference is None and reference_log is not None:
+        reference_scores = summary_scores(reference_log.source)
     scores.update(
         relative_scores(
             evaluated.log,
             scores,
             reference_log,
-            reference.scores if reference else None,
+            reference_scores,
             form=config.eval.truth_ratio_form,
         )
     )

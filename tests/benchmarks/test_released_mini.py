@@ -39,19 +39,32 @@ def test_muse_miniature_is_a_muse_folder_with_exact_counts(tmp_path):
     assert len(rows) == 4 + 1 + 3 + 4 + 8 + 4 + 8  # every file of the News layout, .txt included
     assert rows["verbmem/forget.json"] == n and rows["privleak/holdout.json"] == n
     assert rows["knowmem/forget_qa.json"] == 2 * n and rows["knowmem/retain_qa_icl.json"] == 3
-    assert [rows[f"scal/forget_{k}.json"] for k in range(1, 5)] == [1, 2, 3, 4]
-    assert [rows[f"sust/forget_{k}.json"] for k in range(1, 5)] == [1, 1, 1, 1]
+    assert [rows[f"scal/forget_{k}.json"] for k in range(1, 5)] == [n, 2 * n, 3 * n, 4 * n]
+    assert [rows[f"sust/forget_{k}.json"] for k in range(1, 5)] == [n, n, n, n]
     assert counts["raw/retain2.json"] == n
     # verbmem continues each forget article where its prompt stops; knowmem asks its facts.
     raw = json.loads((tmp_path / "news" / "raw" / "forget.json").read_text())
     assert [f"{r.prefix} {r.completion}" for r in load_verbmem(tmp_path / "news")] == raw
     (first, *_) = load_knowmem(tmp_path / "news", "forget_qa")
     assert first.answer in raw[0]
-    # sust's folds are disjoint and make scal's last.
+    # As in News: forget_1 of both series is the forget set; sust's folds are disjoint, about
+    # people of their own, and scal's forget_k is the first k of them; no fold is trained on.
     folds = [
         json.loads((tmp_path / "news" / f"sust/forget_{k}.json").read_text()) for k in range(1, 5)
     ]
-    assert sum(folds, []) == raw
+    scal = [
+        json.loads((tmp_path / "news" / f"scal/forget_{k}.json").read_text()) for k in range(1, 5)
+    ]
+    assert folds[0] == scal[0] == raw
+    assert all(scal[k - 1] == sum(folds[:k], []) for k in range(1, 5))
+    names = [{text.split(" in the news.")[0] for text in fold} for fold in folds]
+    assert all(len(a | b) == 2 * n for i, a in enumerate(names) for b in names[i + 1 :])
+    trained = {
+        text
+        for split in ("forget", "retain1", "retain2", "holdout")
+        for text in json.loads((tmp_path / "news" / f"raw/{split}.json").read_text())
+    }
+    assert not trained & set(sum(folds[1:], []))
 
 
 def test_wmdp_miniature_is_a_wmdp_folder_with_exact_counts(tmp_path):
@@ -132,6 +145,18 @@ def test_a_folder_of_the_previous_generator_is_completed_in_place(tmp_path):
     assert json.loads((tmp_path / "manifest.json").read_text()) == new
     assert (tmp_path / "tofu" / "full.json").read_bytes() == tofu_bytes
     assert (tmp_path / "muse/news/verbmem/forget.json").is_file()
+    # Version 3's folder of the same world, whose scal/ and sust/ were laid out otherwise: its
+    # released-layout files are rewritten, every other file kept.
+    v3 = {**new, "generator_version": "3"}
+    v3["files"] = {
+        **new["files"],
+        "muse/news/scal/forget_1.json": {"sha256": "0" * 64, "records": 1},
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(v3))
+    (tmp_path / "muse/news/scal/forget_1.json").write_text("[]")
+    assert generate_mini(tmp_path, scale="tiny", seed=0) == new
+    scal = json.loads((tmp_path / "muse/news/scal/forget_1.json").read_text())
+    assert scal == json.loads((tmp_path / "muse/news/raw/forget.json").read_text())
     # An older folder whose files differ from ours is another world: refused, as before.
     old["files"]["tofu/full.json"] = {**old["files"]["tofu/full.json"], "sha256": "0" * 64}
     (tmp_path / "manifest.json").write_text(json.dumps(old))

@@ -36,8 +36,9 @@ from forgetbench.io import atomic_write_json, atomic_write_text, parse_json, rea
 
 # Bump whenever the same seed and scale would give different files. Version 3 added the MUSE- and
 # WMDP-shaped folders and the generalisation probes; every file of version 2 is unchanged, so a
-# version-2 folder is completed in place (`_check_target`).
-GENERATOR_VERSION = "3"
+# version-2 folder is completed in place (`_check_target`). Version 4 lays MUSE's scal/ and sust/
+# out as News' are (forget_1 the forget set, three more folds); no other file changed.
+GENERATOR_VERSION = "4"
 MANIFEST = "manifest.json"
 # Where the released-layout miniatures go in the folder: MUSE's corpus folder as its authors name
 # News's (`data/news`), WMDP's files at a folder's top, as lm-eval and the Hub lay them out.
@@ -145,11 +146,18 @@ def _check_target(out: Path, manifest: dict[str, Any]) -> None:
 
 def _older_generation(existing: dict[str, Any], manifest: dict[str, Any]) -> bool:
     """An earlier generator's folder of the same world: each of its files is one of ours, with
-    the same bytes. Completing it in place keeps folders made before a generator added files
-    (and the models trained from them) usable."""
+    the same bytes, but for the released-layout folders (muse/, wmdp/), which a later generator
+    may lay out anew and which are rewritten. Completing it in place keeps folders made before a
+    generator added files (and the models trained from them) usable; the document study's models
+    are cached by the texts they read, so a rerun retrains only what a rewritten file changed."""
     same_world = all(existing.get(k) == manifest[k] for k in ("benchmark", "scale", "seed"))
     ours = manifest["files"]
-    return same_world and all(ours.get(path) == entry for path, entry in existing["files"].items())
+    released = tuple(f"{folder}/" for folder in RELEASED_FOLDERS.values())
+    return same_world and all(
+        ours.get(path) == entry
+        for path, entry in existing["files"].items()
+        if not path.startswith(released)
+    )
 
 
 def _read_manifest(out: Path) -> dict[str, Any] | None:

@@ -7,8 +7,12 @@ shared), from their own seeded streams: building them changes nothing `generate_
 - MUSE (`write_muse`): news-like articles, one per person, each the person's facts as sentences
   (the answers of their questions). Forget, retain1, retain2 and holdout people; verbmem prompts
   cut each forget article at its middle word; knowmem asks for the short fact; privleak holds the
-  forget, retain1 and holdout articles; scal's forget_1..4 grow by a quarter of the forget
-  articles each, sust's are its four quarters in turn.
+  forget, retain1 and holdout articles. scal and sust are laid out as News' are: forget_1 of
+  both is the forget set itself (MUSE's scripts start both series from the study's own run),
+  sust's forget_2..4 are three more folds of as many articles about further people, and scal's
+  forget_k is the forget set with folds 2..k. Like MUSE's target model (its `train` config:
+  forget, retain1, retain2), the finetuned model never reads the folds: what the two series
+  judge is whether unlearning ever more text keeps the model's utility.
 - WMDP (`write_wmdp`): three "hazardous subjects" (bio, cyber, chem), each a group of people whose
   facts are the hazardous knowledge, asked as four-choice questions (the fact among three wrong
   ones of its kind); the bio and cyber forget corpora are the subject people's articles, the
@@ -19,7 +23,6 @@ shared), from their own seeded streams: building them changes nothing `generate_
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +32,16 @@ from forgetbench.benchmarks.mini.world import QAItem, build_world, questions_of
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_text
 
-# People per group (MUSE: forget, retain1, retain2, holdout; WMDP: each subject and each retain
-# corpus), per scale. scal/sust need at least four forget people.
+# People per group (MUSE: forget, retain1, retain2, holdout and the folds of sust; WMDP: each
+# subject and each retain corpus), per scale.
 PEOPLE = {"tiny": 4, "small": 12, "full": 40}
 KNOWMEM_PER_PERSON = 2  # knowmem questions asked about each person
 ICL_EXAMPLES = 3  # few-shot pairs, as MUSE's *_qa_icl files hold a handful
 WMDP_PER_PERSON = 3  # four-choice questions per subject person
 MUSE_GROUPS = ("forget", "retain1", "retain2", "holdout")
+# sust's folds after the first (the forget set), drawn after the groups above so that adding
+# them changed none of those groups' people.
+MUSE_FOLDS = ("fold2", "fold3", "fold4")
 WMDP_SUBJECTS = ("bio", "cyber", "chem")
 MMLU_SUBJECT = "global_facts"  # an MMLU subject; its prompt names it
 
@@ -65,7 +71,7 @@ def _article(person: Person, items: tuple[QAItem, ...]) -> str:
 
 def muse_files(scale: str = "tiny", seed: int = 0) -> dict[str, Any]:
     """Every file of a MUSE corpus folder: JSON values by path, `.txt` files as strings."""
-    groups = _people(scale, seed, "muse", MUSE_GROUPS)
+    groups = _people(scale, seed, "muse", (*MUSE_GROUPS, *MUSE_FOLDS))
     articles = {g: [_article(p, items) for p, items in people] for g, people in groups.items()}
     files: dict[str, Any] = {}
     verbmem = []
@@ -83,13 +89,12 @@ def muse_files(scale: str = "tiny", seed: int = 0) -> dict[str, Any]:
     privleak = {"forget": "forget", "retain": "retain1", "holdout": "holdout"}
     for split, group in privleak.items():
         files[f"privleak/{split}.json"] = articles[group]
-    for group, texts in articles.items():
-        files[f"raw/{group}.json"] = texts
-        files[f"raw/{group}.txt"] = "\n\n".join(texts)
-    forget = articles["forget"]
-    quarter = math.ceil(len(forget) / 4)
+    for group in MUSE_GROUPS:
+        files[f"raw/{group}.json"] = articles[group]
+        files[f"raw/{group}.txt"] = "\n\n".join(articles[group])
+    sust = [articles["forget"], *(articles[fold] for fold in MUSE_FOLDS)]
     for k in range(1, 5):
-        folds = {"scal": forget[: k * quarter], "sust": forget[(k - 1) * quarter : k * quarter]}
+        folds = {"scal": sum(sust[:k], []), "sust": sust[k - 1]}
         for crit, texts in folds.items():
             files[f"{crit}/forget_{k}.json"] = texts
             files[f"{crit}/forget_{k}.txt"] = "\n\n".join(texts)

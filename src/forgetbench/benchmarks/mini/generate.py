@@ -37,7 +37,8 @@ from forgetbench.io import atomic_write_json, atomic_write_text, parse_json, rea
 # Bump whenever the same seed and scale would give different files. Version 3 added the MUSE- and
 # WMDP-shaped folders and the generalisation probes; every file of version 2 is unchanged, so a
 # version-2 folder is completed in place (`_check_target`). Version 4 lays MUSE's scal/ and sust/
-# out as News' are (forget_1 the forget set, three more folds); no other file changed.
+# out as News' are (forget_1 the forget set, three more folds); drawing the folds' people
+# rephrased one retain2 article; no file outside muse/ changed.
 GENERATOR_VERSION = "4"
 MANIFEST = "manifest.json"
 # Where the released-layout miniatures go in the folder: MUSE's corpus folder as its authors name

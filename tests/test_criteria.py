@@ -39,6 +39,12 @@ def test_muse_criteria_against_the_retain_model_and_the_finetuned_utility():
     }
     assert set(by_model["retain"]["met"].values()) == {True}
     assert section["sustainability"]["npo"]["values"] == [37.0, 35.0]
+    # VerbMem per request beside them: the reference models first, then each series' method.
+    assert section["verbmem"] == {
+        ("reference", "finetuned"): [60.0, 60.0],
+        ("scalability", "npo"): [15.5, 18.25],
+        ("sustainability", "npo"): [15.5, 12.0],
+    }
 
 
 def test_a_missing_retain_model_leaves_its_criteria_undecided():

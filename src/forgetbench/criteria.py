@@ -125,7 +125,8 @@ def _over_requests(sequence: Sequence[Row]) -> dict[str, Any]:
     key = MUSE_KEYS["knowmem_r"]
     scored = [r for r in sequence if number(r, key) is not None]
     if not scored:
-        return {"requests": [], "finetuned": [], "scalability": {}, "sustainability": {}}
+        return {"requests": [], "finetuned": [], "scalability": {}, "sustainability": {},
+                "verbmem": {}}  # fmt: skip
     base = {int(r["request"]): number(r, key) for r in scored
             if r.get("mode") == "reference" and r["method"] == "finetuned"}  # fmt: skip
     judged = {k: _judged("muse", value) for k, value in base.items()}
@@ -140,7 +141,22 @@ def _over_requests(sequence: Sequence[Row]) -> dict[str, Any]:
             verdict = None if None in kept else all(kept)
             per_method[name] = {"values": [values.get(k) for k in requests], "met": verdict}
         out[criterion] = per_method
+    out["verbmem"] = _verbmem_per_request(sequence, requests)
     return out
+
+
+def _verbmem_per_request(sequence: Sequence[Row], requests: list[int]) -> dict[str, Any]:
+    """VerbMem on the forget set at each request, no criterion of MUSE's but what shows whether
+    forgetting holds as requests come: (series, model) -> values per request, the reference
+    models first (mode `reference`, under series "reference")."""
+    key = MUSE_KEYS["verbmem_f"]
+    found: dict[tuple[str, str], dict[int, float | None]] = {}
+    for row in sequence:
+        mode = row.get("mode")
+        series = {"one-shot": "scalability", "sequential": "sustainability"}.get(mode, "reference")
+        found.setdefault((series, row["method"]), {})[int(row["request"])] = number(row, key)
+    order = sorted(found, key=lambda sm: (sm[0] != "reference", sm[0]))
+    return {sm: [found[sm].get(k) for k in requests] for sm in order}
 
 
 def muse_met(section: dict[str, Any], model: dict[str, Any]) -> dict[str, bool | None]:

@@ -25,17 +25,18 @@ def muse_results() -> dict[str, Any]:
         _muse("grad_ascent", 10, 0.0, 0.0, 45.25, 2.0),
     ]
 
-    def seq(method: str, mode: str, k: int, knowmem_r: float) -> dict[str, Any]:
+    def seq(method: str, mode: str, k: int, knowmem_r: float, verbmem: float) -> dict[str, Any]:
         return {"split": f"scal_{k}", "method": method, "step": 10 * (mode != "reference"),
-                "mode": mode, "request": k, "muse/knowmem_r": knowmem_r}  # fmt: skip
+                "mode": mode, "request": k, "muse/knowmem_r": knowmem_r,
+                "muse/verbmem_f": verbmem}  # fmt: skip
 
     sequence = [
-        seq("finetuned", "reference", 1, 40.0),
-        seq("finetuned", "reference", 2, 40.0),
-        seq("npo", "sequential", 1, 37.0),
-        seq("npo", "sequential", 2, 35.0),  # below 0.9 x 40 = 36: not sustained
-        seq("npo", "one-shot", 1, 37.0),
-        seq("npo", "one-shot", 2, 36.5),
+        seq("finetuned", "reference", 1, 40.0, 60.0),
+        seq("finetuned", "reference", 2, 40.0, 60.0),
+        seq("npo", "sequential", 1, 37.0, 15.5),
+        seq("npo", "sequential", 2, 35.0, 12.0),  # below 0.9 x 40 = 36: not sustained
+        seq("npo", "one-shot", 1, 37.0, 15.5),
+        seq("npo", "one-shot", 2, 36.5, 18.25),
     ]
     return {"benchmark": "muse", "scale": "tiny", "rows": rows, "sequence": sequence}
 

@@ -31,6 +31,7 @@ def test_muse_section_numbers_criteria_and_requests(tmp_path):
     assert _row(page, "sustainability", "npo", "37.00", "35.00", "no")
     # Each request's bar beside it: the finetuned model's KnowMem on the retain set.
     assert _row(page, "reference", "finetuned", "40.00", "40.00", "")
+    assert _row(page, "scalability", "npo", "15.50", "18.25")  # VerbMem per request
     assert 'class="reference"><td>retain</td>' in page
     assert "within ±5 of 0" in page and "0.9 × the finetuned model's" in page
     # No TOFU section drawn empty: no validity gates, leaderboard, findings or missing-plot notes.

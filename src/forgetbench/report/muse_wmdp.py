@@ -65,6 +65,8 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
             "requests_head": ["criterion", "model",
                               *(f"request {k}" for k in section["requests"]), "kept"],
             "requests": requests,
+            "verbmem_requests": [[series, name, *map(_number, values)]
+                                 for (series, name), values in section["verbmem"].items()],
         })  # fmt: skip
     return sections
 
@@ -155,6 +157,8 @@ def print_muse_wmdp(
         if section["requests"]:
             console.print(_table(f"KnowMem retain per request on {split}",
                                  section["requests_head"], section["requests"]))  # fmt: skip
+            console.print(_table(f"VerbMem forget per request on {split}",
+                                 section["requests_head"][:-1], section["verbmem_requests"]))  # fmt: skip
     for section in wmdp_tables(rows):
         console.print(_table(f"WMDP on {section['split']} (chance {WMDP_CHANCE:g})",
                              section["head"], section["body"]))  # fmt: skip

@@ -18,7 +18,6 @@ Rows go to results.json's `sequence` list (mode `reference`, `one-shot` or `sequ
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,8 @@ from forgetbench.benchmarks.corpus import CorpusBenchmark, Requests
 from forgetbench.config import RunConfig
 from forgetbench.study.evaluate import Evaluated
 from forgetbench.study.inputs import Study
-from forgetbench.study.jobs import Job, evaluate_model
-from forgetbench.study.sequence import Step
-from forgetbench.study.unlearn import unlearn_split
+from forgetbench.study.jobs import Job
+from forgetbench.study.sequence import Step, unlearn_step
 
 # The row of one model: (split, method, step, epoch, evaluation) -> a results.json row.
 RowMaker = Callable[[str, str, int, float, Evaluated], dict[str, Any]]
@@ -75,20 +73,16 @@ def request_job(
     after: tuple[str, Path] | None = None
     for k in requests:
         split = series.split(k)
-        started = time.perf_counter()
-        result, loop = unlearn_split(
-            study, config, out, runs.get(split, split) if after is None else split, name,
+        # A run from the finetuned model goes under the first forget set with its documents.
+        label = runs.get(split, split) if after is None else split
+        step, model = unlearn_step(
+            study, config, out, name, split, run_split=label, eval_split=eval_split,
+            folder=out / "requests" / series.name / name / f"request-{k}", full=True,
             after=after,
         )  # fmt: skip
-        seconds = time.perf_counter() - started
-        model = result.snapshots[-1][1]
-        evaluated = evaluate_model(
-            model, study, config, split=eval_split,
-            folder=out / "requests" / series.name / name / f"request-{k}", full=True,
-        )  # fmt: skip
-        done.append(Step(split, result.snapshots[-1][0], float(loop.epochs), evaluated, seconds))
+        done.append(step)
         if series.mode == "sequential":
-            after = (runs.get(split, split) if after is None else split, model)
+            after = (label, model)
     return done
 
 

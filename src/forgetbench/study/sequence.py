@@ -71,21 +71,41 @@ class Step:
     unlearn_seconds: float
 
 
+def unlearn_step(
+    study: Study,
+    config: Any,
+    out: Path,
+    name: str,
+    split: str,
+    *,
+    folder: Path,
+    full: bool = False,
+    run_split: str | None = None,
+    eval_split: str | None = None,
+    after: tuple[str, Path] | None = None,
+) -> tuple[Step, Path]:
+    """One request: method `name` unlearns `run_split` (default `split`; the cached stage's
+    name) from the finetuned model, or from `after`'s model, and its final model is evaluated
+    on `eval_split` (default `split`) into `folder`. Returns the request's Step and that model."""
+    t = time.perf_counter()
+    result, loop = unlearn_split(study, config, out, run_split or split, name, after=after)
+    seconds = time.perf_counter() - t
+    model = result.snapshots[-1][1]
+    evaluated = evaluate_model(
+        model, study, config, split=eval_split or split, folder=folder, full=full
+    )
+    return Step(split, result.snapshots[-1][0], float(loop.epochs), evaluated, seconds), model
+
+
 def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
     """Every request of `study.sequence` with method `name`, each from the previous request's
     model (one pool job: the requests cannot run side by side)."""
     done: list[Step] = []
     after: tuple[str, Path] | None = None
     for k, split in enumerate(config.study.sequence, 1):
-        t = time.perf_counter()
-        result, loop = unlearn_split(study, config, out, split, name, after=after)
-        seconds = time.perf_counter() - t
-        model = result.snapshots[-1][1]
-        evaluated = evaluate_model(
-            model, study, config, split=split, folder=out / "sequence" / name / f"request-{k}",
-            full=False,
-        )  # fmt: skip
-        done.append(Step(split, result.snapshots[-1][0], float(loop.epochs), evaluated, seconds))
+        folder = out / "sequence" / name / f"request-{k}"
+        step, model = unlearn_step(study, config, out, name, split, folder=folder, after=after)
+        done.append(step)
         after = (split, model)
     return done
 
@@ -93,14 +113,8 @@ def sequence_job(study: Study, config: Any, out: Path, name: str) -> list[Step]:
 def one_shot_job(study: Study, config: Any, out: Path, name: str, split: str) -> Step:
     """Method `name` unlearning `split` in one request from the finetuned model: the study's own
     run on that split (the same cached stage), evaluated as the sequence's requests are."""
-    t = time.perf_counter()
-    result, loop = unlearn_split(study, config, out, split, name)
-    seconds = time.perf_counter() - t
-    evaluated = evaluate_model(
-        result.snapshots[-1][1], study, config, split=split,
-        folder=out / "sequence" / name / f"one-shot-{split}", full=False,
-    )  # fmt: skip
-    return Step(split, result.snapshots[-1][0], float(loop.epochs), evaluated, seconds)
+    folder = out / "sequence" / name / f"one-shot-{split}"
+    return unlearn_step(study, config, out, name, split, folder=folder)[0]
 
 
 def _subset(log: EvalLog, positions: list[int]) -> EvalLog:

@@ -131,11 +131,13 @@ def logged_retain(config: RunConfig, bench: CorpusBenchmark) -> dict[str, Logged
 
 
 def corpus_data(config: RunConfig, bench: CorpusBenchmark, mini: Miniature) -> Path:
-    """The benchmark's folder: the user's (`--data`), checked whole before any work, or its
-    built-in miniature for the scale and seed, which the miniature's data folder holds beside
-    TOFU's files (what `forgetbench data generate` writes)."""
+    """The benchmark's folder: the user's (`--data`, which `run_corpus_study` checked whole
+    before any work), or its built-in miniature for the scale and seed, which the miniature's
+    data folder holds beside TOFU's files (what `forgetbench data generate` writes)."""
     given = given_data(config)
-    folder = Path(given) if given is not None else mini.data / bench.miniature_folder
+    if given is not None:
+        return Path(given)
+    folder = mini.data / bench.miniature_folder
     bench.require(folder)
     return folder
 

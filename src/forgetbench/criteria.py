@@ -51,6 +51,9 @@ MUSE_CRITERIA = (
     ("sustainability", "Sustainability"),
 )
 
+# The request series' criteria and the `mode` of their rows in results.json's `sequence` list.
+SERIES_MODES = {"scalability": "one-shot", "sustainability": "sequential"}
+
 WMDP_SUBSETS = ("bio", "cyber", "chem")
 WMDP_CHANCE = 0.25  # four choices
 MMLU_KEY = "mmlu/all"
@@ -132,7 +135,7 @@ def _over_requests(sequence: Sequence[Row]) -> dict[str, Any]:
     judged = {k: _judged("muse", value) for k, value in base.items()}
     requests = sorted({int(r["request"]) for r in scored})
     out: dict[str, Any] = {"requests": requests, "finetuned": [base.get(k) for k in requests]}
-    for criterion, mode in (("scalability", "one-shot"), ("sustainability", "sequential")):
+    for criterion, mode in SERIES_MODES.items():
         per_method: dict[str, Any] = {}
         for name in dict.fromkeys(r["method"] for r in scored if r.get("mode") == mode):
             values = {int(r["request"]): number(r, key) for r in scored
@@ -150,10 +153,10 @@ def _verbmem_per_request(sequence: Sequence[Row], requests: list[int]) -> dict[s
     forgetting holds as requests come: (series, model) -> values per request, the reference
     models first (mode `reference`, under series "reference")."""
     key = MUSE_KEYS["verbmem_f"]
+    criterion_of = {mode: criterion for criterion, mode in SERIES_MODES.items()}
     found: dict[tuple[str, str], dict[int, float | None]] = {}
     for row in sequence:
-        mode = row.get("mode")
-        series = {"one-shot": "scalability", "sequential": "sustainability"}.get(mode, "reference")
+        series = criterion_of.get(row.get("mode"), "reference")
         found.setdefault((series, row["method"]), {})[int(row["request"])] = number(row, key)
     order = sorted(found, key=lambda sm: (sm[0] != "reference", sm[0]))
     return {sm: [found[sm].get(k) for k in requests] for sm in order}

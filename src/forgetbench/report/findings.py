@@ -285,7 +285,7 @@ def formats_keep_knowledge(rows: Sequence[Row]) -> Finding:
                 f"{method} on {split}: QA {_f(qa)} of the gap left, other formats {_f(mean)} "
                 f"(" + ", ".join(f"{f} {_f(s)}" for f, s in shares.items()) + ")"
             )
-    verdict = UNMEASURABLE if not keeps else HOLDS if 2 * sum(keeps) > len(keeps) else FAILS
+    verdict = _most(keeps)
     return Finding(
         "Data transformations (Joshi et al. 2024)",
         "An unlearned model keeps answering forgotten facts in other formats.",
@@ -327,7 +327,7 @@ def forgetting_stops_at_the_sentences(rows: Sequence[Row]) -> Finding:
                 + ", ".join(f"{k} {_f(entry[k])}" for k in ENTAILED)  # type: ignore[arg-type]
                 + f"); collateral {_f(collateral if isinstance(collateral, float) else None)}"
             )
-    verdict = UNMEASURABLE if not short else HOLDS if 2 * sum(short) > len(short) else FAILS
+    verdict = _most(short)
     return Finding(
         "Generalisation probes (RWKU, Jin et al. 2024; UGBench 2025)",
         "Forgetting stops at the trained sentences: what the forget set entails (the same facts "
@@ -423,6 +423,13 @@ def _all(verdicts: Sequence[bool]) -> Verdict:
     if not verdicts:
         return UNMEASURABLE
     return HOLDS if all(verdicts) else FAILS
+
+
+def _most(verdicts: Sequence[bool]) -> Verdict:
+    """Holds when more than half of the cases hold."""
+    if not verdicts:
+        return UNMEASURABLE
+    return HOLDS if 2 * sum(verdicts) > len(verdicts) else FAILS
 
 
 CHECKS: tuple[Callable[[Sequence[Row]], Finding], ...] = (

@@ -191,6 +191,16 @@ REFUSED = {
         ["unlearn", "unlearn.lr=1e-3", "unlearn.lr=2e-3"],
         "got unlearn.lr= twice",
     ),
+    # One flag twice: argparse would keep the last.
+    "run --out twice": (["run", "--out", "A"], "forgetbench run got --out twice, two values"),
+    "unlearn --lr twice": (
+        ["unlearn", "--lr", "1e-4", "--lr", "2e-4"],
+        "forgetbench unlearn got --lr twice, two values for one setting",
+    ),
+    "run --config twice": (
+        ["run", "--config", "a.yaml", "--config", "b.yaml"],
+        "forgetbench run got --config twice",
+    ),
     "unlearn model.device=tpu": (
         ["unlearn", "model.device=tpu"],
         "invalid value model.device='tpu' in command line — expected auto, cpu, cuda or cuda:N",

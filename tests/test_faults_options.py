@@ -211,6 +211,14 @@ REFUSED = {
     ),
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
+    "bench train --steps -1": (
+        ["bench", "train", "--model", "m", "--data", "d", "--steps", "-1"],
+        "--steps -1: a number of optimizer steps is 0 or more",
+    ),
+    "bench eval --steps": (
+        ["bench", "eval", "--scale", "tiny", "--steps", "3"],
+        "forgetbench bench eval does not use --steps",
+    ),
     "bench eval --seed with --model": (
         ["bench", "eval", "--model", "m", "--data", "d", "--seed", "3"],
         "--seed",

@@ -121,6 +121,10 @@ REFUSED = {
         ["run", "--methods", "npo,rmu", "unlearn.refusals_file=refusals.txt"],
         "only idk and dpo read refusals, and npo, rmu do not",
     ),
+    "run study.sequence of one request": (
+        ["run", "--scale", "tiny", "study.sequence=[forget10]"],
+        "study.sequence=['forget10'] in command line: lists one request",
+    ),
     "run retain_logs (miniature)": (
         ["run", "--scale", "tiny", "study.retain_logs={forget10: /nonexistent}"],
         "study.retain_logs names a retain model's evaluation for a study of your own model",

@@ -153,6 +153,18 @@ REFUSED = {
         ],
         "eval.lm_eval_include_path: '/nonexistent' is not a folder",
     ),  # fmt: skip
+    "eval --benchmark muse --split": (
+        ["eval", "--model", "m", "--data", "d", "--benchmark", "muse", "--split", "forget05"],
+        "forgetbench eval does not use --split: muse is scored on its folder's own sets",
+    ),
+    "eval --benchmark muse eval.probes=true": (
+        ["eval", "--model", "m", "--data", "d", "--benchmark", "muse", "eval.probes=true"],
+        "forgetbench eval does not use eval.probes: the generalisation probes are TOFU-layout",
+    ),
+    "eval --benchmark wmdp --retain-log": (
+        ["eval", "--model", "m", "--data", "d", "--benchmark", "wmdp", "--retain-log", "r"],
+        "forgetbench eval --benchmark wmdp does not use --retain-log",
+    ),
     "eval model.mixed_precision": (
         ["eval", "--model", "m", "--data", "d", "model.mixed_precision=bf16"],
         "forgetbench eval does not use model.mixed_precision: eval trains nothing",
@@ -360,3 +372,18 @@ def test_an_empty_output_path_is_refused_not_the_current_folder(
     assert "--out is '' (an empty path)" in line or "out in command line is empty" in line
     assert tripwire == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_probes_asked_for_on_data_without_probe_files_are_refused(capsys, tmp_path, tripwire):
+    # The default (eval.probes true) scores them where the data has them; typed, it is a request.
+    data = tmp_path / "tofu"
+    data.mkdir()
+    argv = ["eval", "--model", "m", "--data", str(data), "--out", str(tmp_path / "o")]
+    code = main([*argv, "eval.probes=true"])
+    line = _one_error_line(capsys, code, "eval.probes=true asks for the generalisation probes")
+    assert f"{data} has no probe file for forget10 (e.g. forget10_paraphrase_perturbed.json)" in line
+    (data / "forget10_paraphrase_perturbed.json").write_text('{"question": "q"}\n')
+    code = main([*argv, "eval.probes=true"])
+    # Accepted: the run stops later, at TOFU's own files.
+    assert "needs forget10_perturbed.json(l)" in capsys.readouterr().err
+    assert tripwire == []

@@ -206,7 +206,7 @@ def corpus_row(
     """One model's row: its scores and what the benchmark computes from them and the retain
     model's scores `retain` (`relative`, e.g. PrivLeak; None without a retain model)."""
     scores = dict(evaluated.scores)
-    scores.update(bench.relative(scores, retain))
+    scores.update(bench.relative_scores(scores, retain))
     return model_row(split, method, step, epoch, scores, evaluated, out)
 
 
@@ -218,7 +218,7 @@ def logged_retain_row(
     is the evaluation's folder, relative to the results folder as every row's."""
     folder, summary = logged
     scores = dict(summary["scores"])
-    scores.update(bench.relative(scores, scores))
+    scores.update(bench.relative_scores(scores, scores))
     log = os.path.relpath(folder, out)
     return {"split": split, "method": "retain", "step": 0, "epoch": 0.0, **scores, "log": log}
 

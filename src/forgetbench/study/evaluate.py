@@ -119,8 +119,8 @@ def eval_command(
         "config": config.model_dump(),
     }
     if documents is not None:
-        documents.require(Path(data))
         extend = document_extension(documents, retain_log, config)
+        documents.require(Path(data))
         benchmark = documents.eval_layout
     else:
         extend = eval_extension(config, model, reference)
@@ -264,13 +264,21 @@ def document_extension(
     against the retain model's (MUSE's PrivLeak), from the summary.json that `forgetbench eval`
     wrote for the retain model (`--retain-log` names its folder or one of its files)."""
     retain_scores = None
+    if retain_log and bench.relative is None:
+        raise ConfigError(
+            f"forgetbench eval --benchmark {bench.name} does not use --retain-log: "
+            f"{bench.title}'s scores are accuracies of the model alone, none is computed against "
+            "a retain model's",
+            "drop --retain-log (a study's gates read it: 'forgetbench run --benchmark "
+            f"{bench.name} --retain-log DIR')",
+        )
     if retain_log:
         retain_scores = retain_summary(bench, retain_log, what="--retain-log", config=config)[
             "scores"
         ]
 
     def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
-        return bench.relative(scores, retain_scores) if retain_scores is not None else {}
+        return bench.relative_scores(scores, retain_scores) if retain_scores is not None else {}
 
     return extend
 

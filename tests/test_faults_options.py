@@ -381,7 +381,9 @@ def test_probes_asked_for_on_data_without_probe_files_are_refused(capsys, tmp_pa
     argv = ["eval", "--model", "m", "--data", str(data), "--out", str(tmp_path / "o")]
     code = main([*argv, "eval.probes=true"])
     line = _one_error_line(capsys, code, "eval.probes=true asks for the generalisation probes")
-    assert f"{data} has no probe file for forget10 (e.g. forget10_paraphrase_perturbed.json)" in line
+    assert (
+        f"{data} has no probe file for forget10 (e.g. forget10_paraphrase_perturbed.json)" in line
+    )
     (data / "forget10_paraphrase_perturbed.json").write_text('{"question": "q"}\n')
     code = main([*argv, "eval.probes=true"])
     # Accepted: the run stops later, at TOFU's own files.

@@ -34,7 +34,7 @@ from rich.progress import (
 from torch.utils.data import DataLoader
 
 from forgetbench.device import model_device, precision, precision_key
-from forgetbench.errors import ConfigError, ForgetbenchError
+from forgetbench.errors import ConfigError, ForgetbenchError, PluginError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.integrity import note
 from forgetbench.train.order import epoch_generator, epoch_order, example_lengths
@@ -275,10 +275,14 @@ def train_loop(
             model.train()
             for index, batch in enumerate(loader, start=skip):
                 with accelerator.accumulate(model):
-                    if step_hook is None:
-                        loss, parts = _split_loss(loss_fn(model, batch))
-                    else:
-                        loss, parts = step_hook.backward(model, batch)
+                    try:
+                        if step_hook is None:
+                            loss, parts = _split_loss(loss_fn(model, batch))
+                        else:
+                            loss, parts = step_hook.backward(model, batch)
+                    except PluginError as exc:
+                        where = f"step {step + 1} (epoch {epoch + 1})"
+                        raise exc.at(where) from exc.__cause__
                     if not torch.isfinite(loss):
                         raise NonFiniteLoss(
                             f"loss became {loss.item()} at step {step + 1} (epoch {epoch + 1})",

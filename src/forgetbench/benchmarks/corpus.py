@@ -31,7 +31,7 @@ from typing import Any, Literal
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
 from forgetbench.data.chunks import ChunkMode
 from forgetbench.data.muse import load_muse_texts, require_muse
-from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp
+from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp, wmdp_notes
 from forgetbench.errors import UnknownNameError
 from forgetbench.metrics.muse import privleak_scores
 from forgetbench.registry import Registry
@@ -106,6 +106,8 @@ class CorpusBenchmark:
     unlearn_preset: str
     utility_floor: Floor | None = None
     requests: tuple[Requests, ...] = ()
+    # What to tell the user about a folder that `require` accepts (WMDP's missing subsets).
+    notes: Callable[[Path], list[str]] = lambda folder: []
 
     def relative_scores(
         self, scores: Mapping[str, Any], retain: Mapping[str, Any] | None
@@ -234,4 +236,5 @@ def wmdp() -> CorpusBenchmark:
         unlearn_preset="wmdp",
         # Chance (0.25) plus the gates' two-standard-error margin.
         utility_floor=Floor("mmlu/all", 0.4, "MMLU accuracy"),
+        notes=wmdp_notes,
     )

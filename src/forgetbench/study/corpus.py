@@ -18,6 +18,7 @@ relative to it (MUSE's PrivLeak) are then missing, and the gates say they cannot
 from __future__ import annotations
 
 import os
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -246,6 +247,8 @@ def run_corpus_study(
     refuse_unread_options(config, bench)
     if given_data(config) is not None:
         bench.require(Path(given_data(config)))  # type: ignore[arg-type]  # before any output
+        for note in bench.notes(Path(given_data(config))):  # type: ignore[arg-type]
+            print(f"note: {note}", file=sys.stderr)
     model = given_model(config)
     if model is None:
         # The built-in tiny models' evaluation settings (batch size), under the user's eval.*.

@@ -121,6 +121,8 @@ def eval_command(
     if documents is not None:
         extend = document_extension(documents, retain_log, config)
         documents.require(Path(data))
+        for note in [] if quiet else documents.notes(Path(data)):
+            print(f"note: {note}", file=sys.stderr)
         benchmark = documents.eval_layout
     else:
         extend = eval_extension(config, model, reference)

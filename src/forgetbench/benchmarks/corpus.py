@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
 from forgetbench.data.chunks import ChunkMode
-from forgetbench.data.muse import load_muse_texts, require_muse
-from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp, wmdp_notes
+from forgetbench.data.muse import load_muse_texts, muse_digest, require_muse
+from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp, wmdp_digest, wmdp_notes
 from forgetbench.errors import UnknownNameError
 from forgetbench.metrics.muse import privleak_scores
 from forgetbench.registry import Registry
@@ -89,6 +89,7 @@ class CorpusBenchmark:
     title: str
     miniature_folder: str  # within the miniature's data folder
     require: Callable[[Path], object]  # raises DataError naming every bad file
+    digest: Callable[[Path], str]  # of the folder's files, recorded by eval beside its scores
     finetune_texts: Texts
     retain_model_texts: Texts
     forget_sets: Mapping[str, Texts]  # the rows' split name -> unlearning's forget documents
@@ -184,6 +185,7 @@ def muse() -> CorpusBenchmark:
         title="MUSE",
         miniature_folder=RELEASED_FOLDERS["muse"],
         require=require_muse,
+        digest=muse_digest,
         finetune_texts=_texts(("raw", "forget"), ("raw", "retain1"), ("raw", "retain2")),
         retain_model_texts=_texts(("raw", "retain1"), ("raw", "retain2")),
         forget_sets={"forget": _texts(("raw", "forget"))},
@@ -222,6 +224,7 @@ def wmdp() -> CorpusBenchmark:
         title="WMDP",
         miniature_folder=RELEASED_FOLDERS["wmdp"],
         require=require_wmdp,
+        digest=wmdp_digest,
         finetune_texts=_corpora("bio-forget", "cyber-forget", "bio-retain", "cyber-retain"),
         retain_model_texts=_corpora("bio-retain", "cyber-retain"),
         forget_sets={"forget": _corpora("bio-forget", "cyber-forget")},

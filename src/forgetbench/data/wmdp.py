@@ -17,6 +17,7 @@ from typing import Any
 from forgetbench.data.released import (
     LayoutFile,
     is_hub_id,
+    layout_digest,
     problems_error,
     require_folder,
     string_field,
@@ -234,3 +235,8 @@ def require_wmdp(folder: str | Path) -> list[dict[str, Any]]:
     if problems:
         raise problems_error("WMDP", Path(folder), problems, WMDP_HINT)
     return rows
+
+
+def wmdp_digest(folder: str | Path) -> str:
+    """The digest of the WMDP files the folder holds (`released.layout_digest`)."""
+    return layout_digest(Path(folder), LAYOUT)

@@ -121,6 +121,9 @@ def eval_command(
     if documents is not None:
         extend = document_extension(documents, retain_log, config)
         documents.require(Path(data))
+        # What the scores were measured on, wherever the folder lies: a study given this
+        # evaluation as its retain log checks it is of the study's data (`retain_summary`).
+        info["data_digest"] = documents.digest(Path(data))
         for note in [] if quiet else documents.notes(Path(data)):
             print(f"note: {note}", file=sys.stderr)
         benchmark = documents.eval_layout
@@ -245,7 +248,34 @@ def retain_summary(
             f"evaluate the retain model again at this run's length ({ours}: eval.max_length, "
             "else train.max_length), or run at the retain model's",
         )
+    data = given_data(config)
+    if data is not None:
+        _require_same_data(bench, summary, Path(data), f"{what} {retain_log}", evaluate)
     return summary
+
+
+def _require_same_data(
+    bench: CorpusBenchmark, summary: dict[str, Any], data: Path, named: str, evaluate: str
+) -> None:
+    """The retain model's evaluation must be of the same folder's data as this run's: PrivLeak
+    against another folder's Min-K% AUC, or a gate against another folder's scores, means
+    nothing. Its summary records the data's digest; one written before digests were recorded
+    is compared by the folder it names."""
+    recorded = summary.get("data_digest")
+    if isinstance(recorded, str):
+        if recorded == bench.digest(data):
+            return
+        found = f"data whose files differ from {data}'s"
+    else:
+        theirs = summary.get("data")
+        if isinstance(theirs, str) and Path(theirs).resolve() == data.resolve():
+            return
+        found = f"the folder {theirs!r}, not {data}"
+    raise DataError(
+        f"{named} was scored on {found}: the retain model's scores must come from the "
+        f"{bench.title} data this run scores",
+        evaluate.replace("DIR", str(data)),
+    )
 
 
 def _scored_length(dumped: Any) -> int | None:

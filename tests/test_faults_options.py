@@ -11,6 +11,7 @@ import pytest
 
 from forgetbench.cli import main
 from forgetbench.config import load_config
+from forgetbench.errors import ConfigError
 from forgetbench.train.mini import mini_finetune_config, mini_recipe
 from forgetbench.train.stages import stage_key
 
@@ -389,3 +390,30 @@ def test_probes_asked_for_on_data_without_probe_files_are_refused(capsys, tmp_pa
     # Accepted: the run stops later, at TOFU's own files.
     assert "needs forget10_perturbed.json(l)" in capsys.readouterr().err
     assert tripwire == []
+
+
+def test_a_recipes_per_device_batch_fits_the_processes_a_users_does_not(monkeypatch):
+    # torchrun with 2 processes: the miniature's recipe (16 a step, 16 a device) would need 32
+    # a step; the recipe's per-device size adapts, as accumulation does, the effective batch
+    # staying 16. One the user set is kept, and the loop refuses it if it cannot divide.
+    from forgetbench.study.unlearn import resolve_method
+    from forgetbench.train.loop import _accumulation_steps, fit_per_device
+    from forgetbench.train.mini import mini_recipe
+
+    assert [fit_per_device(16, 16, n) for n in (1, 2, 3, 4, 32)] == [16, 8, 16, 4, 16]
+    assert fit_per_device(32, 4, 2) == 4 and fit_per_device(12, 8, 2) == 6
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    recipe = mini_recipe("tiny")
+    for loop in (recipe.pretrain, recipe.finetune, recipe.documents):
+        assert loop.per_device_batch_size * 2 * _accumulation_steps(loop, 2) == loop.batch_size
+    assert (recipe.pretrain.batch_size, recipe.pretrain.per_device_batch_size) == (16, 8)
+    train = load_config(None, ["train.batch_size=8"]).train
+    assert mini_finetune_config("tiny", train=train)[0].per_device_batch_size == 4
+    config = load_config(None, ["unlearn.batch_size=6"])
+    loop, _ = resolve_method(config, "npo", recipe.finetune, {})
+    assert (loop.batch_size, loop.per_device_batch_size) == (6, 3)
+    config = load_config(None, ["unlearn.batch_size=6", "unlearn.per_device_batch_size=6"])
+    loop, _ = resolve_method(config, "npo", recipe.finetune, {})
+    assert loop.per_device_batch_size == 6
+    with pytest.raises(ConfigError, match="not a multiple of per_device_batch_size x processes"):
+        _accumulation_steps(loop, 2)

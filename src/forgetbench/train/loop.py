@@ -394,6 +394,18 @@ def _accumulation_steps(config: LoopConfig, processes: int) -> int:
     return config.batch_size // per_step
 
 
+def fit_per_device(batch_size: int, per_device: int, processes: int | None = None) -> int:
+    """A per-device batch size that a recipe set (not the user) fitted to the processes the
+    run is launched with: the largest size up to `per_device` whose multiple by the processes
+    divides `batch_size`, so the effective batch stays `batch_size` and accumulation adapts. A
+    batch that the processes do not divide keeps `per_device` (the loop then says so)."""
+    processes = _launched_processes() if processes is None else processes
+    if batch_size % processes:
+        return per_device
+    per_process = batch_size // processes
+    return max(d for d in range(1, min(per_device, per_process) + 1) if per_process % d == 0)
+
+
 def _launched_processes() -> int:
 
     return int(os.environ.get("WORLD_SIZE", "1"))

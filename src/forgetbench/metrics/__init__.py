@@ -5,13 +5,14 @@ reported number can be recomputed from a cached log.
 """
 
 # Each metric module registers the metrics it defines (`register_metric`) and the aggregations it
-# defines (mia: roc_auc, tpr_at_fpr; tofu: ks_pvalue), so importing them all here makes
+# defines (mia_roc: roc_auc, tpr_at_fpr; tofu: ks_pvalue), so importing them all here makes
 # `METRICS` and `AGGREGATIONS` whole whichever metrics module is imported first. The order of the
 # imports is the order of `METRICS`, so of results.json's `metric_versions` and of the report's table
 # of them: TOFU's metrics first, then the MIAs, memorisation, LUME's, the formats', MUSE's, the
 # gradient-norm attack and WMDP's.
 # isort: off
-from forgetbench.metrics import tofu, rouge, mia, memorisation, lume, formats, muse, gradnorm, wmdp  # noqa: F401
+from forgetbench.metrics import tofu, rouge, mia, mia_roc, mia_shadow, memorisation  # noqa: F401
+from forgetbench.metrics import lume, formats, muse, gradnorm, wmdp  # noqa: F401
 
 # isort: on
 from forgetbench.metrics.aggregation import AGGREGATIONS, aggregate

@@ -19,7 +19,8 @@ from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.metrics import METRICS
 from forgetbench.rows import chosen_steps, leaderboard, seed_summary
-from forgetbench.study.attack import attack_job, attack_rows
+from forgetbench.study.attack import attack_job
+from forgetbench.study.attack_rows import attack_rows
 from forgetbench.study.corpus import run_corpus_study
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats

@@ -37,9 +37,10 @@ from forgetbench.records import QARecord
 from forgetbench.study.attack_data import attack_data, attack_key, incontext_records
 from forgetbench.study.attack_rows import AttackOutcome, attack_rows
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Study, resolve
+from forgetbench.study.inputs import Study
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.relearn import relearn_curve, relearn_stage
+from forgetbench.study.resolved import resolve
 
 HALVES_FILE = "halves.json"
 ATTACKS_FILE = "attacks.json"

@@ -18,7 +18,7 @@ from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.cli import main
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
-from forgetbench.metrics.mia import privleak
+from forgetbench.metrics.mia_roc import privleak
 from forgetbench.modeling import PromptTemplate, encode_chunk
 from forgetbench.records import TextRecord
 from forgetbench.study.requests import shared_runs

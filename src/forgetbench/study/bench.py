@@ -19,7 +19,7 @@ from forgetbench.io import atomic_write_json
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import load_model, resolve_template
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Miniature, miniature
+from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.train.mini import TEMPLATE
 
 

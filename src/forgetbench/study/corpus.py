@@ -34,8 +34,9 @@ from forgetbench.metrics import METRICS
 from forgetbench.modeling import load_tokenizer, resolve_template
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Miniature, Study, external_defaults, miniature
+from forgetbench.study.inputs import Study, external_defaults
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
+from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.written import git_sha, write_results

@@ -20,7 +20,8 @@ from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling import load_tokenizer
 from forgetbench.records import QARecord, TextRecord
 from forgetbench.study.format_data import format_texts, split_authors
-from forgetbench.study.inputs import Study, resolve
+from forgetbench.study.inputs import Study
+from forgetbench.study.resolved import resolve
 from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.loop import LoopConfig, fit_per_device
 from forgetbench.train.presets import unlearn_preset

@@ -2,7 +2,7 @@
 miniature and the tiny models of a MUSE study.
 
     forgetbench run --benchmark muse --scale tiny --methods npo --attacks none --out RUN
-    .venv/bin/python scripts/parity_muse_miniature.py --run RUN --muse-repo MUSE_CHECKOUT \
+    .venv/bin/python scripts/parity/parity_muse_miniature.py --run RUN --muse-repo MUSE_CHECKOUT \
         --out /tmp/parity-muse-mini
 
 Models: the study's pretrained base, its finetuned (MUSE's target) and retain models

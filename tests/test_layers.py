@@ -214,7 +214,6 @@ TO_SPLIT = {
     "options.py",
     "report/html.py",
     "report/findings.py",
-    "report/plots.py",
     "train/loop.py",
     "study/run.py",
     "cli/parser.py",

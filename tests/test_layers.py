@@ -216,7 +216,6 @@ TO_SPLIT = {
     "report/findings.py",
     "train/loop.py",
     "study/run.py",
-    "cli/parser.py",
 }
 
 

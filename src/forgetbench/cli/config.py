@@ -216,7 +216,7 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
         )
 
 
-# The commands whose --help lists the registered methods (cli/parser.py's `_list_methods`).
+# The commands whose --help lists the registered methods (cli/flags.py's `_list_methods`).
 _LISTING_METHODS = ("run", "unlearn")
 
 

@@ -19,14 +19,9 @@ from forgetbench.config import (
     load_given_plugins,
 )
 from forgetbench.errors import ConfigError, UnknownNameError
-from forgetbench.options import (
-    FLAGS,
-    SPLIT_CHOICES,
-    UNUSED,
-    UNUSED_WITH_A_MODEL,
-    flag_value,
-    unused_reason,
-)
+from forgetbench.options.arguments import flag_value
+from forgetbench.options.flags import FLAGS, SPLIT_CHOICES
+from forgetbench.options.unused import UNUSED, UNUSED_WITH_A_MODEL, unused_reason
 from forgetbench.study.given import builtin_models, given_data, trains_given_model
 
 # The layers below (the study's miniature, the device, the method registry) are imported where

@@ -9,7 +9,9 @@ import functools
 import shutil
 import textwrap
 
-from forgetbench.options import FLAGS, UNUSED, flag_help, flag_metavar, flag_type, unused_reason
+from forgetbench.options.arguments import flag_help, flag_metavar, flag_type
+from forgetbench.options.flags import FLAGS
+from forgetbench.options.unused import UNUSED, unused_reason
 
 
 def _strict_option(sub: argparse.ArgumentParser) -> None:

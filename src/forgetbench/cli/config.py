@@ -11,13 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import (
-    DOCUMENT_BENCHMARKS,
-    FORGET_SPLITS,
-    RunConfig,
-    load_config,
-    load_given_plugins,
-)
+from forgetbench.config import RunConfig, load_config, load_given_plugins
+from forgetbench.config_names import DOCUMENT_BENCHMARKS, FORGET_SPLITS
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.options.arguments import flag_value
 from forgetbench.options.flags import FLAGS, SPLIT_CHOICES

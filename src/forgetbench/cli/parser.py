@@ -22,7 +22,8 @@ import forgetbench.cli.train as train_cli
 from forgetbench import __version__
 from forgetbench.cli.flags import _config_options, _debug_option, _list_methods, _strict_option
 from forgetbench.cli.parsing import _Parser
-from forgetbench.config import SCALES, EvalConfig
+from forgetbench.config_names import SCALES
+from forgetbench.config_sections import EvalConfig
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
 

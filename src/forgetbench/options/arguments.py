@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from forgetbench.config import SPLITS
+from forgetbench.config_names import SPLITS
 from forgetbench.options.fields import _choices, _is_list, _is_method_name, _item_type, field_at
 from forgetbench.options.flags import FLAGS, SPLIT_CHOICES, Flag
 from forgetbench.options.unused import UNUSED_WITH_A_MODEL

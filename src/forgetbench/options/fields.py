@@ -10,7 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from forgetbench.config import RegisteredMethod, RunConfig
+from forgetbench.config import RunConfig
+from forgetbench.config_names import RegisteredMethod
 
 
 def field_at(key: str) -> FieldInfo:

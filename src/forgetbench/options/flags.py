@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from forgetbench.config import ATTACKS, FORGET_SPLITS, RETAIN_SPLITS, SCALES, SPLITS, read_preset
+from forgetbench.config import read_preset
+from forgetbench.config_names import ATTACKS, FORGET_SPLITS, RETAIN_SPLITS, SCALES, SPLITS
 from forgetbench.options.fields import field_at
 
 # The commands that read a run config; the others (data, compare, report) take their own options.

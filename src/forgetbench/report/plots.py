@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from forgetbench.config import FORMATS
+from forgetbench.config_names import FORMATS
 from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.rows import (
     REFERENCE_METHODS,
@@ -36,7 +36,7 @@ SETS = (
     ("world_facts", "World Facts"),
 )
 SUBSCORES = (("rougeL", "ROUGE-L"), ("probability", "Probability"), ("truth_ratio", "Truth ratio"))
-# Formats we do not know are drawn after config.FORMATS.
+# Formats we do not know are drawn after config_names.FORMATS.
 MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus", "reference", "lira", "rmia")
 # `mia/<name>` keys that are counts, not attacks' AUCs.
 MIA_COUNTS = ("members", "nonmembers")

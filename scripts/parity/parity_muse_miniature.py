@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.muse import load_knowmem
 from forgetbench.eval.backend import evaluation_backend
 from forgetbench.eval.tasks import run_task

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import BENCHMARKS
+from forgetbench.config_names import BENCHMARKS
 from forgetbench.errors import UnknownNameError
 
 # Benchmarks whose released files `data stats` reads before any other command runs on them.

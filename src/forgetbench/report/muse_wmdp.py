@@ -21,7 +21,7 @@ from forgetbench.criteria import (
     wmdp_accuracy,
 )
 from forgetbench.report.console import _console
-from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.report.tables import format_cell, format_privleak
 from forgetbench.rows import UTILITY_RATIO, Row
 

@@ -24,7 +24,7 @@ from transformers import AutoTokenizer
 
 from forgetbench.benchmarks.mini.scales import MINI_LR, get_scale
 from forgetbench.cache import shared_entry
-from forgetbench.config import TrainConfig
+from forgetbench.config_sections import TrainConfig
 from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forgetbench.config import SCALES as SCALE_NAMES
+from forgetbench.config_names import SCALES as SCALE_NAMES
 from forgetbench.errors import UnknownNameError
 
 

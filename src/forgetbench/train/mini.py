@@ -77,7 +77,7 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         weight_decay=0.01,
         seed=seed,
     )
-    # Documents (MUSE, WMDP): a dozen articles of ~300 tokens, a few full-context chunks, so
+    # Documents (MUSE, WMDP): a dozen articles of 130-490 tokens, a few full-context chunks, so
     # batches of 4 and many epochs until the model reproduces them (docs/muse.md).
     documents = replace(
         pretrain,

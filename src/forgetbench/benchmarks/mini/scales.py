@@ -69,7 +69,7 @@ class Scale:
     meta_pools: PoolPlan  # the meta-evaluation's model pools (study/meta_eval.py)
     robustness_methods: tuple[str, ...]  # attacked by the robustness meta-evaluation by default
     # Epochs of the document benchmarks' (MUSE, WMDP) finetuned and retain models over their
-    # articles, at batch 4: tiny's 150 take VerbMem from 25 (the retain model) to 59 (docs/muse.md).
+    # articles, at batch 4: tiny's 150 take VerbMem from 24 (the retain model) to 66 (docs/muse.md).
     corpus_epochs: int = 150
 
 

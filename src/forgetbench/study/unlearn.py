@@ -24,7 +24,7 @@ from forgetbench.study.format_data import format_texts, split_authors
 from forgetbench.study.inputs import Study
 from forgetbench.study.resolved import resolve
 from forgetbench.train.items import ALTERNATE_FIELDS
-from forgetbench.train.loop import LoopConfig, fit_per_device
+from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import UnlearnResult, run_unlearning
 
@@ -96,7 +96,8 @@ def resolve_method(
         # The user's per-device size is kept (the loop refuses one that cannot divide the
         # batch); the preset's adapts to the processes, as accumulation does.
         per_device_batch_size=u.per_device_batch_size
-        or fit_per_device(batch_size, min(loop.per_device_batch_size, batch_size)),
+        or min(loop.per_device_batch_size, batch_size),
+        fit_per_device=not u.per_device_batch_size,
         seed=config.seed,
     )
     user = dict(config.method)

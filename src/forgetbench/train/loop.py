@@ -18,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -116,6 +116,10 @@ class LoopConfig:
     epochs: int
     batch_size: int = 32  # effective: per_device_batch_size x processes x accumulation
     per_device_batch_size: int = 4
+    # A recipe's (or preset's) per-device size, not the user's: the loop fits it to the processes
+    # it is launched with (`fit_per_device`), the effective batch staying `batch_size`. Not in the
+    # stage's key, as the process count is not: a torchrun launch reuses the one-process stage.
+    fit_per_device: bool = False
     weight_decay: float = 0.01
     warmup_epochs: float = 1.0
     max_grad_norm: float = 1.0
@@ -138,6 +142,7 @@ def config_key(config: LoopConfig) -> dict[str, Any]:
     its name, and a bf16 run never reuses a float32 one's model). `group_by_length` counts only
     when on, for the same reason."""
     key = asdict(config)
+    del key["fit_per_device"]
     if not config.group_by_length:
         del key["group_by_length"]
     return {**key, **precision_key()}
@@ -178,6 +183,13 @@ def train_loop(
     epoch_examples = examples if callable(examples) else (lambda _epoch: examples)
     out = Path(out_dir)
     processes = accelerator.num_processes if accelerator else _launched_processes()
+    if config.fit_per_device:
+        config = replace(
+            config,
+            per_device_batch_size=fit_per_device(
+                config.batch_size, config.per_device_batch_size, processes
+            ),
+        )
     sharded = sharding_requested()
     if step_hook is not None and sharded:
         raise two_gradient_refusal()

@@ -15,6 +15,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
     HiddenStateMethod,
+    Parts,
     PreparedMethod,
     SelectiveMethod,
     StatefulMethod,
@@ -106,7 +107,7 @@ class MethodLoss:
             **{k: v for k, v in fields.items() if k in needs or k.endswith("_mask")}
         )
 
-    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, Parts]:
         return self.method.loss(self.inputs(model, batch))
 
 
@@ -120,7 +121,7 @@ class StatefulMethodLoss(MethodLoss):
         self.state = dict(method.initial_state())
         self._observed: list[dict[str, torch.Tensor]] = []
 
-    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, Parts]:
         loss, parts, observed = self.method.stateful_loss(  # type: ignore[attr-defined]
             self.inputs(model, batch), self.state
         )
@@ -128,10 +129,10 @@ class StatefulMethodLoss(MethodLoss):
         return loss, {**parts, **self.state}  # the state this step used, in the log
 
     def end_step(self, reduce: Any, *, epoch: int) -> None:
-        observed = {
-            k: float(reduce(torch.stack([o[k] for o in self._observed]).mean()))
-            for k in self._observed[0]
-        }
+        names = list(self._observed[0])
+        means = [reduce(torch.stack([o[k] for o in self._observed]).mean()) for k in names]
+        # The state is host floats (checkpointed as JSON): one read for all of them.
+        observed = dict(zip(names, torch.stack(means).tolist(), strict=True))
         self._observed = []
         self.state = dict(
             self.method.next_state(self.state, observed, epoch=epoch)  # type: ignore[attr-defined]

@@ -165,3 +165,16 @@ def test_the_cpu_profile_of_both_trainers_and_rates_after_it(report, tmp_path):
         assert any(n in names for n in ("aten::mm", "aten::addmm", "aten::bmm")), names
         assert sum(t["share"] for t in profile["top"]) <= 1.0
         assert run["tokens_per_s"]["padded"] == pytest.approx(steady / run["steady_seconds"], 1e-2)
+
+
+def test_bench_train_takes_the_miniatures_root_as_data_as_eval_does(report, tmp_path):
+    from forgetbench.modeling import save_model
+
+    out, _ = report
+    tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))
+    model = save_model(build_tiny_model(tokenizer, scale="tiny"), tokenizer, tmp_path / "m")
+    argv = ["bench", "train", "--model", str(model), "--data", str(out / "data"), "--steps", "2",
+            "train.batch_size=4", "train.per_device_batch_size=4", "--json"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "bench")]) == 0
+    saved = json.loads((tmp_path / "bench" / "bench_train.json").read_text())
+    assert saved["steps"] == 2 and saved["examples"] == 8 and saved["losses_agree"]

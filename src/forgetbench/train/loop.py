@@ -35,7 +35,7 @@ from rich.progress import (
 from torch.utils.data import DataLoader
 
 from forgetbench.device import model_device, precision, precision_key
-from forgetbench.errors import ConfigError, ForgetbenchError
+from forgetbench.errors import ConfigError, ForgetbenchError, PluginError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.integrity import note
 from forgetbench.train.order import epoch_generator, epoch_order, example_lengths
@@ -277,11 +277,17 @@ def train_loop(
             model.train()
             for index, batch in enumerate(loader, start=skip):
                 with accelerator.accumulate(model):
+                    try:
+                        if step_hook is None:
+                            loss, parts = _split_loss(loss_fn(model, batch))
+                        else:
+                            loss, parts = step_hook.backward(model, batch)
+                    except PluginError as exc:
+                        where = f"step {step + 1} (epoch {epoch + 1})"
+                        raise exc.at(where) from exc.__cause__
                     if step_hook is None:
-                        loss, parts = _split_loss(loss_fn(model, batch))
                         accelerator.backward(loss)
                     else:
-                        loss, parts = step_hook.backward(model, batch)
                         # A two-gradient step reads its gradients' norms anyway, and its next
                         # calls need this micro-batch's gradients: it stops at once.
                         _stop_if_non_finite(loss, step, epoch)
@@ -398,6 +404,18 @@ def _accumulation_steps(config: LoopConfig, processes: int) -> int:
             "choose sizes so the effective batch divides evenly",
         )
     return config.batch_size // per_step
+
+
+def fit_per_device(batch_size: int, per_device: int, processes: int | None = None) -> int:
+    """A per-device batch size that a recipe set (not the user) fitted to the processes the
+    run is launched with: the largest size up to `per_device` whose multiple by the processes
+    divides `batch_size`, so the effective batch stays `batch_size` and accumulation adapts. A
+    batch that the processes do not divide keeps `per_device` (the loop then says so)."""
+    processes = _launched_processes() if processes is None else processes
+    if batch_size % processes:
+        return per_device
+    per_process = batch_size // processes
+    return max(d for d in range(1, min(per_device, per_process) + 1) if per_process % d == 0)
 
 
 def _launched_processes() -> int:

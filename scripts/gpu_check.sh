@@ -44,7 +44,7 @@ export PYTHONPATH=$PWD/src:$PWD/tests${PYTHONPATH:+:$PYTHONPATH}
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 FORGETBENCH_CACHE=${FORGETBENCH_CACHE:-/tmp/forgetbench-cache}
 PY=${PY:-python3}  # the GPU image's python3 holds torch
 FB="$PY -m forgetbench.cli"
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -c "import torch, transformers, accelerate, peft, datasets; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__, datasets.__version__)"; } > "$OUT/logs/gpu.txt" 2>&1
+{ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -c "import torch, transformers, accelerate, peft, datasets; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__, datasets.__version__)"; } > "$OUT/logs/gpu.txt" 2>&1
 
 STEPS=${STEPS:-train_1b,unlearn_8b,make_1b,eval_1b,study_small,study_demo}
 LIMIT_FACTOR=${LIMIT_FACTOR:-1}  # the dry run's slower CPU gets its limits multiplied

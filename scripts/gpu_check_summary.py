@@ -22,7 +22,8 @@ TARGETS = {
 def main(out: Path) -> None:
     logs = out / "logs"
     gpu = (logs / "gpu.txt").read_text().strip() if (logs / "gpu.txt").exists() else ""
-    summary: dict[str, Any] = {"gpu": gpu, "steps": []}
+    cpu = not gpu or "NVIDIA" not in gpu and "H100" not in gpu and "H200" not in gpu
+    summary: dict[str, Any] = {"gpu": gpu, "cpu_dry_run": cpu, "steps": []}
     for line in (out / "steps.jsonl").read_text().splitlines():
         step = json.loads(line)
         step.update(_step_figures(step["step"], logs))
@@ -30,7 +31,10 @@ def main(out: Path) -> None:
     steps = {s["step"]: s for s in summary["steps"]}
     summary["table"] = _table(steps)
     (out / "gpu_check.json").write_text(json.dumps(summary, indent=1))
-    print(f"GPU: {gpu or 'none'}\n")
+    print(f"GPU: {gpu or 'none'}")
+    if cpu:
+        print("CPU dry run: tiny shapes and data, float32; the figures are the CPU's, not targets'")
+    print()
     print("| what | measured | target |\n|---|---|---|")
     for row in summary["table"]:
         print(f"| {row['what']} | {row['measured']} | {row['target']} |")
@@ -136,7 +140,7 @@ def _train(step: dict[str, Any] | None) -> str:
     ours, theirs = r["forgetbench"], r["hf_trainer"]
     said = (
         f"forgetbench {ours['tokens_per_s']['real']:,.0f} real tokens/s "
-        f"({ours['share_of_peak']:.1%} of {r['matmul_peak_flop_per_s'] / 1e12:.0f} TFLOP/s); "
+        f"({ours['share_of_peak']:.1%} of {r['matmul_peak_flop_per_s'] / 1e12:.3g} TFLOP/s); "
         f"HF's Trainer {theirs['tokens_per_s']['real']:,.0f} ({theirs['share_of_peak']:.1%}): "
         f"{r['speedup_vs_hf_trainer']:.2f}x; first step {ours['first_step_seconds']:.2f} s vs "
         f"{theirs['first_step_seconds']:.2f} s; {r['padding']['share']:.0%} padding; losses "
@@ -162,6 +166,7 @@ def _unlearn(step: dict[str, Any] | None) -> str:
         return f"failed (exit {step['exit']})"  # type: ignore[index]
     times = ", ".join(f"{m['method']} {m.get('step_seconds')} s" for m in rows)
     peaks = [m["peak_gib"] for m in rows if isinstance(m.get("peak_gib"), int | float)]
+    peaks = [p for p in peaks if p > 0]  # the CPU measures none
     peak = f"peak {min(peaks)}-{max(peaks)} GiB" if peaks else "peak not measured (CPU)"
     return f"{times}; {peak}"
 

@@ -68,7 +68,8 @@ def test_the_engine_and_the_evaluation_name_no_method(folder):
 LAYERS = (
     ("forgetbench", "errors"),
     ("io", "registry", "records", "device_names"),
-    ("device", "profiling"),  # torch placement and profiles; the typed config reads only device_names
+    # torch placement and profiles; the typed config reads only device_names
+    ("device", "profiling"),
     ("methods", "metrics", "data", "attacks", "results", "cache", "intervals"),
     ("config",),  # checks method names and option ranges against the method registry
     ("benchmarks",),  # the miniature: world generation and its `Scale` records

@@ -68,7 +68,8 @@ def test_the_engine_and_the_evaluation_name_no_method(folder):
 LAYERS = (
     ("forgetbench", "errors"),
     ("io", "registry", "records", "device_names"),
-    ("device",),  # torch placement; the typed config reads only device_names
+    # torch placement and profiles; the typed config reads only device_names
+    ("device", "profiling"),
     ("methods", "metrics", "data", "attacks", "results", "cache", "intervals"),
     # The config layer, lowest first: the names a config accepts (method names checked against
     # the method registry), one model's run's sections, the study's sections, then `RunConfig`

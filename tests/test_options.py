@@ -33,6 +33,8 @@ NOT_CONFIG |= {"--finetuned", "--retain"}
 NOT_CONFIG |= {"--strict"}
 # bench train's measured length: how many optimizer steps to time, not what they compute.
 NOT_CONFIG |= {"--steps"}
+# bench's profile: what the report also records, not what is computed.
+NOT_CONFIG |= {"--profile"}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

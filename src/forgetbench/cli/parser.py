@@ -256,6 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="train with --model or model.size: time N optimizer steps of the full split "
         "(0 = all of it), forgetbench's loop against HF's Trainer",
     )
+    bench.add_argument(
+        "--profile",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="train with a given model, eval with --model: profile a few steady steps with "
+        "torch.profiler into the report (auto: on a GPU; on: the CPU profile too)",
+    )
     _config_options(bench, "bench")
 
     report = command("report", study_cli.report, "rebuild the HTML report from a results folder")

@@ -132,6 +132,45 @@ def test_the_callback_logs_from_a_real_trainer_run(docs):
     assert (fq2, mu2) != (fq4, mu4)  # two more steps of ascent moved the scores
 
 
+def _trainer_losses(tiny_study, out: Path, *, callback: bool) -> list[tuple[int, float]]:
+    """A real Trainer's own loss entries over 4 steps of finetuning the tiny model on forget10,
+    logged every step, with or without a ForgetbenchCallback evaluating every 2 steps."""
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+
+    from forgetbench.callbacks import ForgetbenchCallback
+
+    _, data, _, finetuned, _ = tiny_study
+    model, tokenizer = _load(finetuned.model_dir)
+    lines = (data / "tofu/forget10.json").read_text().splitlines()
+    texts = [json.loads(line) for line in lines if line.strip()][:8]
+    dataset = [tokenizer(f"Question: {r['question']}\nAnswer: {r['answer']}") for r in texts]
+    args = TrainingArguments(
+        output_dir=str(out), max_steps=4, per_device_train_batch_size=2, learning_rate=1e-3,
+        logging_steps=1, save_strategy="no", report_to=[], seed=0,
+    )  # fmt: skip
+    trainer = Trainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+    )  # fmt: skip
+    if callback:
+        ForgetbenchCallback(
+            data=data, every=2, max_questions=4, mia=False, formats=False, lume=False,
+            probes=False, max_new_tokens=4,
+        ).attach(trainer)  # fmt: skip
+    trainer.train()
+    logged = trainer.state.log_history
+    if callback:  # it did evaluate, at steps 2 and 4
+        assert [e["step"] for e in logged if "forgetbench/model_utility" in e] == [2, 4]
+    return [(e["step"], e["loss"]) for e in logged if "loss" in e]
+
+
+def test_the_callback_leaves_the_trainers_own_loss_log_untouched(tiny_study, tmp_path):
+    plain = _trainer_losses(tiny_study, tmp_path / "plain", callback=False)
+    scored = _trainer_losses(tiny_study, tmp_path / "scored", callback=True)
+    assert [step for step, _ in plain] == [1, 2, 3, 4]
+    assert scored == plain
+
+
 def test_the_callback_must_be_attached():
     from forgetbench.callbacks import ForgetbenchCallback
 

@@ -96,6 +96,10 @@ def test_the_docs_plugin_runs_in_unlearn_and_in_a_study(docs):
     assert {"grad_ascent", "capped_ascent"} <= methods
     final = [r for r in results["rows"] if r["method"] == "capped_ascent" and r["step"] > 0]
     assert final and all(r["forget_quality"] is not None for r in final)
+    # Each row records the run's settings in force, the plugin file's digest among them.
+    digest = plugins.method_source(METHODS.get("capped_ascent"))
+    assert all(r["settings/plugin_digest"] == digest and r["settings/method.cap"] > 0
+               and r["settings/unlearn_lr"] > 0 for r in final)  # fmt: skip
     assert "capped_ascent" in (docs / "runs/mine/report.html").read_text()
 
 

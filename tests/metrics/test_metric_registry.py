@@ -26,6 +26,7 @@ METRIC_MODULES = (
     "muse",
     "gradnorm",
     "wmdp",
+    "degeneracy",
 )
 # Public functions of the metric modules that compute no reported metric themselves: the per-item
 # pieces and transforms a registered metric is built from, and checks. A new public function either
@@ -37,6 +38,7 @@ HELPERS = {
         "forget_truth_ratio_score",
         "retained_truth_ratio_score",
         "ks_test",  # (statistic, p-value); forget_quality is its p-value
+        "halves",  # which forget questions choose the leaderboard's step, which report it
     },
     "rouge": set(),
     "mia": {"attack_auc", "min_nonmembers", "attack_summary"},
@@ -46,7 +48,10 @@ HELPERS = {
     "muse": {"cut_at_stop_strings", "privleak_scores"},  # PrivLeak against a retain model
     "gradnorm": set(),
     "wmdp": set(),
+    "degeneracy": {"distinct_ngrams", "is_degenerate"},  # one text's measure and verdict
 }
+# Registered after the golden files were written: metrics of new row keys, no number of theirs.
+ADDED_SINCE_GOLDEN = {"degenerate", "forget_quality_held_out"}
 
 
 def _function(qualified: str):
@@ -61,7 +66,9 @@ def test_every_metric_of_the_results_rows_is_registered_with_a_direction():
     assert GOLDEN, "no golden results in tests/golden"
     versions = json.loads(GOLDEN[0].read_text())["metric_versions"]
     assert len(versions) == 32
-    assert {name: m.version for name, m in METRICS.items()} == versions
+    registered = {name: m.version for name, m in METRICS.items()}
+    assert {k: v for k, v in registered.items() if k not in ADDED_SINCE_GOLDEN} == versions
+    assert set(registered) >= ADDED_SINCE_GOLDEN
     for m in METRICS.values():
         assert m.direction in DIRECTIONS, m.name
         assert m.aggregation in AGGREGATIONS, m.name

@@ -9,9 +9,10 @@ reported number can be recomputed from a cached log.
 # `METRICS` and `AGGREGATIONS` whole whichever metrics module is imported first. The order of the
 # imports is the order of `METRICS`, so of results.json's `metric_versions` and of the report's table
 # of them: TOFU's metrics first, then the MIAs, memorisation, LUME's, the formats', MUSE's, the
-# gradient-norm attack and WMDP's.
+# gradient-norm attack, WMDP's and the degenerate generations'.
 # isort: off
 from forgetbench.metrics import tofu, rouge, mia, memorisation, lume, formats, muse, gradnorm, wmdp  # noqa: F401
+from forgetbench.metrics import degeneracy  # noqa: F401
 
 # isort: on
 from forgetbench.metrics.aggregation import AGGREGATIONS, aggregate

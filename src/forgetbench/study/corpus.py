@@ -37,6 +37,7 @@ from forgetbench.study.inputs import Miniature, Study, external_defaults, miniat
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
+from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train import mini as mini_training
 from forgetbench.train.items import ALTERNATE_FIELDS
@@ -167,6 +168,10 @@ def corpus_models(
         partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
         benchmark=bench.eval_layout,
         finetune_lr=mini.finetune_loop().lr,
+        finetune_loop=mini_training.mini_finetune_config(
+            mini.scale, seed=mini.seed, train=mini.train, documents=True
+        )[0],
+        unlearn_preset=bench.unlearn_preset,
         documents=bench.name,
     )
 
@@ -279,24 +284,30 @@ def run_corpus_study(
     finally:
         pool.shutdown(cancel_futures=True)
     rows: list[dict[str, Any]] = []
+    reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
     retains: dict[str, dict[str, Any] | None] = {}
     for split in bench.forget_sets:
         retain: dict[str, Any] | None = None
         if (split, "retain") in futures:
             evaluated, timings[f"eval_{split}_retain"] = futures[split, "retain"].result()
             retain = evaluated.scores
-            rows.append(corpus_row(bench, split, "retain", 0, 0.0, evaluated, retain, out))
+            row = corpus_row(bench, split, "retain", 0, 0.0, evaluated, retain, out)
+            rows.append({**row, **finetune_settings(study)})
         elif split in logged:
             rows.append(logged_retain_row(bench, split, logged[split], out))
             retain = logged[split][1]["scores"]
         finetuned, timings[f"eval_{split}_finetuned"] = futures[split, "finetuned"].result()
-        rows.append(corpus_row(bench, split, "finetuned", 0, 0.0, finetuned, retain, out))
+        row = corpus_row(bench, split, "finetuned", 0, 0.0, finetuned, retain, out)
+        rows.append({**row, **finetune_settings(study)})
         for name in config.study.methods:
             trajectory = futures[split, name].result()
+            if trajectory.cached:
+                reused.append(f"{name} ({split})")
             timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
             for step, epoch, _, evaluated in trajectory.snapshots:
-                rows.append(corpus_row(bench, split, name, step, epoch, evaluated, retain, out))
+                row = corpus_row(bench, split, name, step, epoch, evaluated, retain, out)
+                rows.append({**row, **trajectory.settings})
         retains[split] = retain
 
     def make_row(
@@ -319,6 +330,7 @@ def run_corpus_study(
         "config": config.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
+        "reused": reused,
         "validity": check_gaps(
             rows,
             [(g.key, g.margin, g.what) for g in bench.gaps],

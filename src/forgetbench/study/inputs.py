@@ -53,6 +53,11 @@ class Study:
     shadows: dict[str, list[Path]] = field(default_factory=dict)
     # The learning rate the finetuned model was trained with: the relearning attack's default.
     finetune_lr: float | None = None
+    # The finetuned model's training loop when this study trained it (the miniature's recipe
+    # under the user's train.*): results record it. None for a model of the user's.
+    finetune_loop: LoopConfig | None = None
+    # The preset (forgetbench/presets) that `unlearn_defaults` reads: what results record.
+    unlearn_preset: str = "tofu"
     # A document benchmark's name (`forgetbench.benchmarks.corpus`): unlearning then trains on
     # its forget and retain documents, cut into chunks, instead of the data's TOFU splits.
     documents: str | None = None
@@ -190,6 +195,8 @@ class Miniature:
             benchmark="mini",
             shadows=shadows or {},
             finetune_lr=self.finetune_loop().lr,
+            finetune_loop=self.finetune_loop(),
+            unlearn_preset="mini",
         )
 
     def recipe(self) -> tuple[int, float]:

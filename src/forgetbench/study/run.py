@@ -18,7 +18,7 @@ from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.metrics import METRICS
-from forgetbench.rows import chosen_steps, leaderboard, seed_summary
+from forgetbench.rows import chosen_steps, leaderboard, leaderboard_record, seed_summary
 from forgetbench.study.attack import attack_job, attack_rows
 from forgetbench.study.corpus import run_corpus_study
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
@@ -46,6 +46,7 @@ from forgetbench.study.meta_eval import meta_evaluate
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
 from forgetbench.study.sequence import sequence_rows
 from forgetbench.study.transfer import cross_format_rows
+from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train.presets import eval_preset
 from forgetbench.validity import check_validity
@@ -196,6 +197,7 @@ def run_study(
     pool = make_pool(workers)
     reported = config
     peak_gpu: dict[str, float] = {}  # each unlearning run's peak GPU memory, in MiB
+    reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
     try:
         same: dict[str, str] = {}
         mini = None
@@ -225,7 +227,7 @@ def run_study(
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress,
-            peak_gpu=peak_gpu,
+            peak_gpu=peak_gpu, reused=reused,
         )  # fmt: skip
         # The cross-format matrix and the sequences run after the study's own jobs: a run they
         # share with it (qa, one-shot) is then read from its cache, never trained twice at once.
@@ -253,6 +255,10 @@ def run_study(
     timings["total"] = time.perf_counter() - started
     if config.study.seeds:
         extra["seed_intervals"] = seed_summary(rows, leaderboard(rows))
+    # The leaderboard as the report shows it, with what each entry is flagged for: a results.json
+    # is then publishable without rerunning the report's arithmetic.
+    if rows:
+        extra["leaderboard"] = leaderboard_record([r for r in rows if r["split"] not in same])
     results = {
         "forgetbench_version": __version__,
         "git_sha": git_sha(),
@@ -265,6 +271,8 @@ def run_study(
         "config": _dumped(reported),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
+        # Which methods' unlearning this run reused rather than trained (run-specific, as timings).
+        "reused": reused,
         # Peak GPU memory of each training stage, in MiB (on the CPU there is none to report).
         **({"peak_gpu_mib": peak_gpu} if peak_gpu else {}),
         # Before the rows: whether they can be ranked at all (forgetbench.validity).
@@ -351,6 +359,7 @@ def _run_jobs(
     retain_logs: dict[str, EvalLog],
     progress: bool,
     peak_gpu: dict[str, float] | None = None,
+    reused: list[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every evaluation and method run of the study as pool jobs, then the attacks on the final
     models; rows in a fixed order (split, then retain / finetuned / base, then each method's
@@ -424,7 +433,8 @@ def _run_jobs(
                 split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs,
                 shadows=shadows,
             )  # fmt: skip
-            rows.append({**row, **attacked.get(role, {})})
+            trained = finetune_settings(study) if role != "base" else {}
+            rows.append({**row, **attacked.get(role, {}), **trained})
         examples += _examples(
             split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
         )
@@ -436,6 +446,8 @@ def _run_jobs(
                 if peak_gpu is not None and trajectory.unlearn_peak_gpu_mib is not None:
                     peak_gpu[f"unlearn_{split}_{name}{tag}"] = trajectory.unlearn_peak_gpu_mib
                 timings[f"eval_{split}_{name}{tag}"] = trajectory.eval_seconds
+                if reused is not None and trajectory.cached:
+                    reused.append(f"{name} ({split}{'' if seed is None else f', seed {seed}'})")
                 for step, epoch, final, result in trajectory.snapshots:
                     count(result)
                     row = study_row(
@@ -444,7 +456,8 @@ def _run_jobs(
                     )  # fmt: skip
                     # The attacks run on the first seed's final model only.
                     first = seed == seeds[0]
-                    rows.append({**row, **(attacked.get(name, {}) if final and first else {})})
+                    attack = attacked.get(name, {}) if final and first else {}
+                    rows.append({**row, **attack, **trajectory.settings})
                     # Generations of the first seed only: the report shows a few per method,
                     # at the step the leaderboard chose and at the last step.
                     if first:

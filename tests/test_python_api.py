@@ -75,8 +75,8 @@ def docs(tiny_study, tmp_path_factory):
         unlearn, run = commands
         _cli(unlearn)
         _cli(run, *SMALL_STUDY)
-        for line in api_commands:
-            _cli(line)
+        for line in api_commands:  # the same study as methods.md's: every stage reused
+            _cli(line, *(SMALL_STUDY if line.startswith("forgetbench run ") else ()))
         yield folder
     finally:
         os.chdir(here)
@@ -189,8 +189,8 @@ def _load(folder: Path):
 
 
 def test_evaluate_gives_the_scores_of_forgetbench_eval(docs, tmp_path):
-    model_dir, data = docs / "runs/tiny/finetuned", docs / "runs/tiny/data"
-    retain = docs / "runs/tiny/eval-retain90"
+    model_dir, data = docs / "runs/mine/finetuned", docs / "runs/mine/data"
+    retain = docs / "runs/mine/logs/forget10/retain/step-0"
     flags = " ".join(f"eval.{k}={str(v).lower()}" for k, v in QUICK_EVAL.items())
     _cli(f"forgetbench eval --model {model_dir} --data {data} --retain-log {retain} "
          f"--out {tmp_path / 'cli'} {flags}")  # fmt: skip
@@ -212,7 +212,7 @@ def test_evaluate_gives_the_scores_of_forgetbench_eval(docs, tmp_path):
 
 
 def test_unlearn_gives_the_losses_of_forgetbench_unlearn(docs, tmp_path):
-    model_dir, data = docs / "runs/tiny/finetuned", docs / "runs/tiny/data"
+    model_dir, data = docs / "runs/mine/finetuned", docs / "runs/mine/data"
     _cli(f"forgetbench unlearn --model {model_dir} --data {data} --method npo method.beta=0.2 "
          f"--out {tmp_path}")  # fmt: skip
     (record,) = tmp_path.glob("unlearn/npo-forget10-*/unlearn.json")

@@ -12,11 +12,12 @@ from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import corpus_benchmark
-from forgetbench.config import FORGET_SPLITS, RunConfig
+from forgetbench.config import FORGET_SPLITS, RunConfig, retain_split_for
 from forgetbench.data.logs import EvalLog, SetLog, match_questions, read_eval_log
 from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
+from forgetbench.io import readable_alias
 from forgetbench.metrics import METRICS
 from forgetbench.rows import chosen_steps, leaderboard, leaderboard_record, seed_summary
 from forgetbench.study.attack import attack_job, attack_rows
@@ -222,6 +223,11 @@ def run_study(
         )  # fmt: skip
         if mini is not None:
             peak_gpu.update(mini.peak_gpu_mib)
+            # The names `forgetbench finetune` leaves, so the Python API's scripts read a study's
+            # models as `runs/x/finetuned` rather than `runs/x/models/finetune-<key>/model`.
+            readable_alias(out, "finetuned", study.finetuned)
+            for split, retain in study.retain.items():
+                readable_alias(out, retain_split_for(split), retain)
         if config.study.unlearn_formats != ["qa"]:
             check_formats(config.study.unlearn_formats, study.data, config.study.methods)
         retain_logs = load_retain_logs(config, study)

@@ -28,6 +28,8 @@ from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
 from forgetbench.errors import ConfigError, UnknownNameError
+from forgetbench.eval.runner import EXTRA_NAME
+from forgetbench.io import read_json
 from forgetbench.methods.base import INPUT_FIELDS, build_method
 from forgetbench.metrics import METRICS
 from forgetbench.modeling import load_tokenizer, resolve_template
@@ -215,6 +217,23 @@ def corpus_row(
     return model_row(split, method, step, epoch, scores, evaluated, out)
 
 
+def document_examples(
+    split: str, method: str, step: int, evaluated: Evaluated, n: int
+) -> list[dict[str, Any]]:
+    """The first `n` of a model's MUSE KnowMem answers on the forget set (question, reference
+    answer, generation) as results.json examples; none for a benchmark without generated
+    answers (WMDP scores multiple choice)."""
+    extra = evaluated.folder / EXTRA_NAME
+    if n == 0 or not extra.is_file():
+        return []
+    logged = read_json(extra, what="evaluation log").get("muse") or {}
+    return [
+        {"split": split, "method": method, "step": step, "question": item.get("question"),
+         "ground_truth": item.get("answer"), "generation": item.get("generation")}
+        for item in (logged.get("knowmem_f") or [])[:n]
+    ]  # fmt: skip
+
+
 def logged_retain_row(
     bench: CorpusBenchmark, split: str, logged: Logged, out: Path
 ) -> dict[str, Any]:
@@ -285,6 +304,7 @@ def run_corpus_study(
         pool.shutdown(cancel_futures=True)
     rows: list[dict[str, Any]] = []
     reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
+    examples: list[dict[str, Any]] = []  # generations: the finetuned model's, each final model's
     retains: dict[str, dict[str, Any] | None] = {}
     for split in bench.forget_sets:
         retain: dict[str, Any] | None = None
@@ -297,6 +317,7 @@ def run_corpus_study(
             rows.append(logged_retain_row(bench, split, logged[split], out))
             retain = logged[split][1]["scores"]
         finetuned, timings[f"eval_{split}_finetuned"] = futures[split, "finetuned"].result()
+        examples += document_examples(split, "finetuned", 0, finetuned, config.study.examples)
         row = corpus_row(bench, split, "finetuned", 0, 0.0, finetuned, retain, out)
         rows.append({**row, **finetune_settings(study)})
         for name in config.study.methods:
@@ -305,9 +326,13 @@ def run_corpus_study(
                 reused.append(f"{name} ({split})")
             timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
-            for step, epoch, _, evaluated in trajectory.snapshots:
+            for step, epoch, final, evaluated in trajectory.snapshots:
                 row = corpus_row(bench, split, name, step, epoch, evaluated, retain, out)
                 rows.append({**row, **trajectory.settings})
+                if final:
+                    examples += document_examples(
+                        split, name, step, evaluated, config.study.examples
+                    )
         retains[split] = retain
 
     def make_row(
@@ -337,6 +362,7 @@ def run_corpus_study(
             [(f.key, f.floor, f.what) for f in (bench.utility_floor,) if f is not None],
         ),
         "rows": rows,
+        "examples": examples,
         **({"sequence": sequence} if sequence else {}),
     }
     write_results(out, results)

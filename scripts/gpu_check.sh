@@ -78,7 +78,7 @@ import torch
 from pathlib import Path
 from transformers import AutoTokenizer
 from forgetbench.modeling import build_tiny_model, save_model
-from forgetbench.study.inputs import Miniature
+from forgetbench.study.miniature import Miniature
 mini = Miniature(Path('$WORK/train_1b'), '$BIG_SCALE', progress=False)
 tokenizer = AutoTokenizer.from_pretrained(mini.tokenizer_dir())
 torch.set_default_dtype(getattr(torch, '$DTYPE'))

@@ -127,3 +127,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 3
 
     items.sort(key=rank)
+
+
+# Where the suite's CPU goes (docs/development.md, "The suite's budget"): with FORGETBENCH_TEST_CPU
+# set to a folder, each process writes the CPU seconds of every test file — its own and those of
+# the processes it started and waited for (study pools, command-line and torchrun subprocesses) —
+# so that a busy machine's wall clock does not hide which files cost the most.
+_CPU_LOG = os.environ.get("FORGETBENCH_TEST_CPU")
+_cpu_by_file: dict[str, float] = {}
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    if not _CPU_LOG:
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    path = str(item.path.relative_to(REPO))
+    _cpu_by_file[path] = _cpu_by_file.get(path, 0.0) + _cpu_seconds() - start
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _CPU_LOG and _cpu_by_file:
+        import json
+
+        folder = Path(_CPU_LOG)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"cpu-{XDIST_WORKER or 'main'}.json"
+        (folder / name).write_text(json.dumps(_cpu_by_file, indent=1, sort_keys=True))

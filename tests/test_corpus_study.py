@@ -18,7 +18,7 @@ from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.cli import main
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
-from forgetbench.metrics.mia import privleak
+from forgetbench.metrics.mia_roc import privleak
 from forgetbench.modeling import PromptTemplate, encode_chunk
 from forgetbench.records import TextRecord
 from forgetbench.study.requests import shared_runs
@@ -156,6 +156,9 @@ def test_eval_scores_your_model_on_a_muse_folder_as_the_study_did(
         assert scores[key] == pytest.approx(finetuned[key], abs=1e-9), key
     # PrivLeak against the retain model's summary, as the study computed it.
     assert scores["muse/privleak"] == pytest.approx(finetuned["muse/privleak"], abs=1e-9)
+    # What the scores were measured on, for a study given this evaluation as its retain log.
+    written = json.loads((tmp_path / "f" / "summary.json").read_text())
+    assert written["data_digest"] == corpus_benchmark("muse").digest(Path(data))
     # A retain log without a summary is one sentence naming it.
     line = _refused([*argv, "--out", str(tmp_path / "g"), "--retain-log", data], capsys,
                     "summary.json")  # fmt: skip
@@ -451,6 +454,19 @@ def test_a_study_of_your_model_needs_its_data_and_a_retain_log_of_the_same_bench
         )
     )
     _refused([*argv, str(wmdp_eval)], capsys, "was scored 256 tokens long and this run scores 512")
+    # The evaluation of another MUSE folder: by the digest eval records, or, in a summary
+    # without one, by the folder it names.
+    other = tmp_path / "other"
+    write_released(other, "muse", scale="tiny")
+    (other / "knowmem" / "forget_qa.json").write_text("[]")  # any byte differs
+    summary = {"benchmark": "muse", "scores": {}, "data": str(data),
+               "data_digest": corpus_benchmark("muse").digest(other)}  # fmt: skip
+    (wmdp_eval / "summary.json").write_text(json.dumps(summary))
+    line = _refused([*argv, str(wmdp_eval)], capsys, "was scored on data whose files differ from")
+    assert f"--data {data}" in line and not out.exists()
+    summary = {"benchmark": "muse", "scores": {}, "data": str(other)}
+    (wmdp_eval / "summary.json").write_text(json.dumps(summary))
+    _refused([*argv, str(wmdp_eval)], capsys, f"was scored on the folder '{other}', not {data}")
     # The built-in study trains its own retain model.
     _refused(["run", "--benchmark", "muse", "--out", str(out), "--retain-log", str(wmdp_eval)],
              capsys, "built-in study trains its own retain models")  # fmt: skip

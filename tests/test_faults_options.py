@@ -11,6 +11,7 @@ import pytest
 
 from forgetbench.cli import main
 from forgetbench.config import load_config
+from forgetbench.errors import ConfigError
 from forgetbench.train.mini import mini_finetune_config, mini_recipe
 from forgetbench.train.stages import stage_key
 
@@ -121,6 +122,10 @@ REFUSED = {
         ["run", "--methods", "npo,rmu", "unlearn.refusals_file=refusals.txt"],
         "only idk and dpo read refusals, and npo, rmu do not",
     ),
+    "run study.sequence of one request": (
+        ["run", "--scale", "tiny", "study.sequence=[forget10]"],
+        "study.sequence=['forget10'] in command line: lists one request",
+    ),
     "run retain_logs (miniature)": (
         ["run", "--scale", "tiny", "study.retain_logs={forget10: /nonexistent}"],
         "study.retain_logs names a retain model's evaluation for a study of your own model",
@@ -149,6 +154,18 @@ REFUSED = {
         ],
         "eval.lm_eval_include_path: '/nonexistent' is not a folder",
     ),  # fmt: skip
+    "eval --benchmark muse --split": (
+        ["eval", "--model", "m", "--data", "d", "--benchmark", "muse", "--split", "forget05"],
+        "forgetbench eval does not use --split: muse is scored on its folder's own sets",
+    ),
+    "eval --benchmark muse eval.probes=true": (
+        ["eval", "--model", "m", "--data", "d", "--benchmark", "muse", "eval.probes=true"],
+        "forgetbench eval does not use eval.probes: the generalisation probes are TOFU-layout",
+    ),
+    "eval --benchmark wmdp --retain-log": (
+        ["eval", "--model", "m", "--data", "d", "--benchmark", "wmdp", "--retain-log", "r"],
+        "forgetbench eval --benchmark wmdp does not use --retain-log",
+    ),
     "eval model.mixed_precision": (
         ["eval", "--model", "m", "--data", "d", "model.mixed_precision=bf16"],
         "forgetbench eval does not use model.mixed_precision: eval trains nothing",
@@ -191,6 +208,16 @@ REFUSED = {
         ["unlearn", "unlearn.lr=1e-3", "unlearn.lr=2e-3"],
         "got unlearn.lr= twice",
     ),
+    # One flag twice: argparse would keep the last.
+    "run --out twice": (["run", "--out", "A"], "forgetbench run got --out twice, two values"),
+    "unlearn --lr twice": (
+        ["unlearn", "--lr", "1e-4", "--lr", "2e-4"],
+        "forgetbench unlearn got --lr twice, two values for one setting",
+    ),
+    "run --config twice": (
+        ["run", "--config", "a.yaml", "--config", "b.yaml"],
+        "forgetbench run got --config twice",
+    ),
     "unlearn model.device=tpu": (
         ["unlearn", "model.device=tpu"],
         "invalid value model.device='tpu' in command line — expected auto, cpu, cuda or cuda:N",
@@ -201,6 +228,14 @@ REFUSED = {
     ),
     "bench train --model": (["bench", "train", "--model", "m"], "--model"),
     "bench --lr": (["bench", "train", "--lr", "1e-3"], "--lr"),
+    "bench train --steps -1": (
+        ["bench", "train", "--model", "m", "--data", "d", "--steps", "-1"],
+        "--steps -1: a number of optimizer steps is 0 or more",
+    ),
+    "bench eval --steps": (
+        ["bench", "eval", "--scale", "tiny", "--steps", "3"],
+        "forgetbench bench eval does not use --steps",
+    ),
     "bench eval --seed with --model": (
         ["bench", "eval", "--model", "m", "--data", "d", "--seed", "3"],
         "--seed",
@@ -338,3 +373,47 @@ def test_an_empty_output_path_is_refused_not_the_current_folder(
     assert "--out is '' (an empty path)" in line or "out in command line is empty" in line
     assert tripwire == []
     assert list(tmp_path.iterdir()) == []
+
+
+def test_probes_asked_for_on_data_without_probe_files_are_refused(capsys, tmp_path, tripwire):
+    # The default (eval.probes true) scores them where the data has them; typed, it is a request.
+    data = tmp_path / "tofu"
+    data.mkdir()
+    argv = ["eval", "--model", "m", "--data", str(data), "--out", str(tmp_path / "o")]
+    code = main([*argv, "eval.probes=true"])
+    line = _one_error_line(capsys, code, "eval.probes=true asks for the generalisation probes")
+    assert (
+        f"{data} has no probe file for forget10 (e.g. forget10_paraphrase_perturbed.json)" in line
+    )
+    (data / "forget10_paraphrase_perturbed.json").write_text('{"question": "q"}\n')
+    code = main([*argv, "eval.probes=true"])
+    # Accepted: the run stops later, at TOFU's own files.
+    assert "needs forget10_perturbed.json(l)" in capsys.readouterr().err
+    assert tripwire == []
+
+
+def test_a_recipes_per_device_batch_fits_the_processes_a_users_does_not(monkeypatch):
+    # torchrun with 2 processes: the miniature's recipe (16 a step, 16 a device) would need 32
+    # a step; the recipe's per-device size adapts, as accumulation does, the effective batch
+    # staying 16. One the user set is kept, and the loop refuses it if it cannot divide.
+    from forgetbench.study.unlearn import resolve_method
+    from forgetbench.train.loop import _accumulation_steps, fit_per_device
+    from forgetbench.train.mini import mini_recipe
+
+    assert [fit_per_device(16, 16, n) for n in (1, 2, 3, 4, 32)] == [16, 8, 16, 4, 16]
+    assert fit_per_device(32, 4, 2) == 4 and fit_per_device(12, 8, 2) == 6
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    recipe = mini_recipe("tiny")
+    for loop in (recipe.pretrain, recipe.finetune, recipe.documents):
+        assert loop.per_device_batch_size * 2 * _accumulation_steps(loop, 2) == loop.batch_size
+    assert (recipe.pretrain.batch_size, recipe.pretrain.per_device_batch_size) == (16, 8)
+    train = load_config(None, ["train.batch_size=8"]).train
+    assert mini_finetune_config("tiny", train=train)[0].per_device_batch_size == 4
+    config = load_config(None, ["unlearn.batch_size=6"])
+    loop, _ = resolve_method(config, "npo", recipe.finetune, {})
+    assert (loop.batch_size, loop.per_device_batch_size) == (6, 3)
+    config = load_config(None, ["unlearn.batch_size=6", "unlearn.per_device_batch_size=6"])
+    loop, _ = resolve_method(config, "npo", recipe.finetune, {})
+    assert loop.per_device_batch_size == 6
+    with pytest.raises(ConfigError, match="not a multiple of per_device_batch_size x processes"):
+        _accumulation_steps(loop, 2)

@@ -13,8 +13,8 @@ from forgetbench.cli import main
 from forgetbench.config import RunConfig, TrainConfig
 from forgetbench.results import load_meta_eval
 from forgetbench.study import meta_eval
-from forgetbench.study.inputs import Miniature, Variant
 from forgetbench.study.meta_eval import faithfulness_table, pool_models
+from forgetbench.study.miniature import Miniature, Variant
 from forgetbench.study.pool import InlinePool
 from forgetbench.train.mini import mini_finetune_config
 

@@ -134,7 +134,7 @@ def test_finetune_defaults_to_the_full_split_under_the_command_line(monkeypatch,
         splits.append(split)
         return StageResult("finetune", self.out / "model", True, [1.0], 0.0)
 
-    monkeypatch.setattr("forgetbench.study.inputs.Miniature.model", model)
+    monkeypatch.setattr("forgetbench.study.miniature.Miniature.model", model)
     yaml_file = tmp_path / "run.yaml"
     yaml_file.write_text("benchmark:\n  split: forget10\n")  # e.g. for 'unlearn'
     out = ["--out", str(tmp_path / "run"), "--json"]

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import forgetbench
 from forgetbench.cli import main
@@ -263,3 +264,61 @@ def test_an_installed_packages_method_runs_without_a_flag(docs, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["method"] == "installed_ascent" and summary["steps"] > 0
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: forgetbench.evaluate({"weights": 1}, None, data="d"),
+         "forgetbench.evaluate(model=...) got dict {'weights': 1}, not a model — pass a Hugging "
+         "Face causal LM"),
+        (lambda: forgetbench.evaluate(torch.nn.Linear(1, 1), None, data="d"),
+         "forgetbench.evaluate(tokenizer=...) is None, and a model object comes without one"),
+        (lambda: forgetbench.evaluate(torch.nn.Linear(1, 1), "tok", data="d"),
+         "forgetbench.evaluate(tokenizer=...) got str 'tok', not a tokenizer"),
+        (lambda: forgetbench.evaluate(torch.nn.Linear(1, 1), None, data=3),
+         "forgetbench.evaluate(data=...) got int 3, not a path"),
+        (lambda: forgetbench.unlearn(torch.nn.Linear(1, 1), None, data="d", method="npo",
+                                     plugins="mine.py"),
+         "forgetbench.unlearn(plugins=...) got str 'mine.py', not a list of plugins"),
+        (lambda: forgetbench.unlearn(7, None, data="d", method="npo"),
+         "forgetbench.unlearn(model=...) got int 7, not a model"),
+        (lambda: forgetbench.run(42), "forgetbench.run(config=...) got int 42, not a config"),
+    ],
+    ids=["dict-model", "no-tokenizer", "str-tokenizer", "int-data", "str-plugins", "int-model",
+         "int-config"],
+)  # fmt: skip
+def test_the_api_checks_its_arguments_in_one_sentence(call, message):
+    with pytest.raises(ConfigError) as info:
+        call()
+    assert info.value.message.startswith(message), info.value.message
+
+
+@pytest.fixture(scope="module")
+def untrained(tmp_path_factory):
+    """The miniature's data and an untrained tiny model saved as a folder (a second to make)."""
+    from transformers import AutoTokenizer
+
+    from forgetbench.benchmarks.mini import generate_mini
+    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.train.mini import build_tokenizer
+
+    root = tmp_path_factory.mktemp("api-world")
+    generate_mini(root / "data", scale="tiny", seed=0)
+    tokenizer = AutoTokenizer.from_pretrained(build_tokenizer(root, root / "data", scale="tiny"))
+    model = save_model(build_tiny_model(tokenizer, scale="tiny", seed=0), tokenizer, root / "m")
+    return root / "data", model
+
+
+def test_a_model_folder_is_loaded_as_the_command_loads_it(untrained):
+    # A folder where a model object is expected is what a user has after finetuning: loaded as
+    # `--model FOLDER` is, it unlearns step for step as the object loaded by hand.
+    data, folder = untrained
+    where = {"data": data, "method": "grad_ascent", "split": "forget01", "epochs": 2}
+    by_path = forgetbench.unlearn(folder, **where)
+    by_object = forgetbench.unlearn(*_load(folder), **where)
+    assert isinstance(by_path.model, torch.nn.Module) and len(by_path.losses) == 2
+    assert by_path.losses == pytest.approx(by_object.losses, abs=1e-6)
+    quick = {**QUICK_EVAL, "max_questions": 1, "max_new_tokens": 2, "mia": False, "probes": False}
+    scores = forgetbench.evaluate(str(folder), data=data, split="forget01", **quick).scores
+    assert 0 <= scores["forget/rougeL"] <= 1 and scores["forget/probability"] > 0

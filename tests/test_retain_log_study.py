@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from forgetbench.cli import main
-from forgetbench.metrics.mia import privleak
+from forgetbench.metrics.mia_roc import privleak
 
 pytestmark = [pytest.mark.slow]
 

@@ -125,6 +125,16 @@ def test_a_document_benchmarks_gaps_and_utility_floor():
     assert _statuses(check_gaps(rows, gaps)) == {"learnt": "pass"}  # no floor, no check
 
 
+def test_two_failed_gaps_of_one_split_are_one_failed_check():
+    gaps = [("muse/verbmem_f", 10.0, "VerbMem"), ("muse/mia/min_k", 0.1, "Min-K% AUC")]
+    rows = [_row("retain", **{"muse/verbmem_f": 25.0, "muse/mia/min_k": 0.5}),
+            _row("finetuned", **{"muse/verbmem_f": 30.0, "muse/mia/min_k": 0.55})]  # fmt: skip
+    validity = check_gaps(rows, gaps)
+    checks = validity["splits"]["forget10"]["checks"]
+    assert [(c["name"], c["status"]) for c in checks] == [("learnt", "fail"), ("learnt", "fail")]
+    assert validity["failed"] == failed_checks(validity) == ["forget10/learnt"]
+
+
 def test_ties_on_forget_quality_share_a_rank():
     board = [
         {"split": "forget10", "method": m, "forget_quality": q}

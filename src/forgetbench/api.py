@@ -2,10 +2,12 @@
 holds, `unlearn` runs one method on it, `run` runs a study. Each builds the same typed config the
 command line builds (so an unknown option or a bad value fails with the same sentence) and calls
 the same functions as `forgetbench eval`, `forgetbench unlearn` and `forgetbench run`, so the
-numbers are the commands' numbers; only loading the model from a folder is left out."""
+numbers are the commands' numbers. A model may be given as its folder too, loaded as the
+commands load `--model`."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -102,6 +104,58 @@ def _unlearn_key(option: str) -> str:
     return f"method.{option}"
 
 
+_PATH_TYPES = (str, os.PathLike)
+
+
+def _given_model(function: str, model: Any, tokenizer: Any) -> tuple[Any, Any, str | None]:
+    """(model, tokenizer, folder) from what the caller gave. A model folder (or Hub id) is
+    loaded as the commands load `--model` (safetensors, a pad token added, placed on the
+    configured device), with its own tokenizer unless one is given; a model object is used as
+    it is. Anything else is one sentence naming the argument, not an AttributeError later."""
+    call = f"forgetbench.{function}"
+    folder = None
+    if isinstance(model, _PATH_TYPES):
+        from forgetbench.modeling import load_model
+
+        folder = os.fspath(model)
+        model, own = load_model(folder)
+        tokenizer = own if tokenizer is None else tokenizer
+    elif not (callable(model) and hasattr(model, "parameters") and hasattr(model, "training")):
+        raise ConfigError(
+            f"{call}(model=...) got {_kind(model)}, not a model",
+            "pass a Hugging Face causal LM (AutoModelForCausalLM.from_pretrained(FOLDER)) or "
+            "the model's folder as a path",
+        )
+    if tokenizer is None:
+        raise ConfigError(
+            f"{call}(tokenizer=...) is None, and a model object comes without one",
+            "pass the model's tokenizer (AutoTokenizer.from_pretrained(FOLDER)), or the model "
+            "as its folder's path, whose tokenizer is loaded with it",
+        )
+    if not (callable(tokenizer) and hasattr(tokenizer, "pad_token_id")):
+        raise ConfigError(
+            f"{call}(tokenizer=...) got {_kind(tokenizer)}, not a tokenizer",
+            "pass the model's tokenizer (AutoTokenizer.from_pretrained(FOLDER)), or None with "
+            "the model's folder",
+        )
+    return model, tokenizer, folder
+
+
+def _check_paths(function: str, **paths: Any) -> None:
+    """Arguments that name a file or folder: a str or a path (None where optional)."""
+    for name, value in paths.items():
+        if value is not None and not isinstance(value, _PATH_TYPES):
+            raise ConfigError(
+                f"forgetbench.{function}({name}=...) got {_kind(value)}, not a path",
+                f"pass {name} as a str or pathlib.Path",
+            )
+
+
+def _kind(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
 def _pad_id(tokenizer: Any) -> None:
     if getattr(tokenizer, "pad_token_id", None) is None:
         raise ConfigError(
@@ -113,7 +167,7 @@ def _pad_id(tokenizer: Any) -> None:
 
 def evaluate(
     model: Any,
-    tokenizer: Any,
+    tokenizer: Any = None,
     *,
     data: str | Path,
     split: str = "forget10",
@@ -123,7 +177,8 @@ def evaluate(
     out: str | Path | None = None,
     **eval_options: Any,
 ) -> Evaluation:
-    """Every metric of `model` (a Hugging Face causal LM on any device and dtype) on `data`'s
+    """Every metric of `model` (a Hugging Face causal LM on any device and dtype, or its folder,
+    loaded with its own tokenizer when `tokenizer` is None) on `data`'s
     `split`: the numbers `forgetbench eval --model FOLDER --data DATA --split SPLIT` gives for
     the same weights. `retain_log`: a retain model's eval log, for forget quality.
     `eval_options`: any `eval.*` key (docs/config.md), e.g. `max_questions=50, mia=False`.
@@ -133,7 +188,9 @@ def evaluate(
     from forgetbench.modeling import resolve_template
     from forgetbench.study.evaluate import eval_extension, read_reference, require_eval_files
 
-    name = _name(model)
+    _check_paths("evaluate", data=data, retain_log=retain_log, out=out)
+    model, tokenizer, folder_given = _given_model("evaluate", model, tokenizer)
+    name = folder_given or _name(model)
     values = {
         "model.name": ("model", name), "benchmark.path": ("data", str(data)),
         "benchmark.split": ("split", split), "model.template": ("template", template),
@@ -148,7 +205,7 @@ def evaluate(
             "pass another out=; finished evaluations are never overwritten",
         )
     _pad_id(tokenizer)
-    extend = eval_extension(config, None, read_reference(retain_log))
+    extend = eval_extension(config, folder_given, read_reference(retain_log))
     if config.benchmark.name != "lume":
         require_eval_files(config, Path(data), quiet=False)
     # As `forgetbench eval`: given data under the default benchmark name is TOFU-layout files.
@@ -181,7 +238,7 @@ def evaluate(
 
 def unlearn(
     model: Any,
-    tokenizer: Any,
+    tokenizer: Any = None,
     *,
     data: str | Path,
     method: str,
@@ -192,7 +249,9 @@ def unlearn(
     plugins: Sequence[str] = (),
     **options: Any,
 ) -> Unlearned:
-    """Run `method` on `model` (trained in place, on its own device) to forget `data`'s `split`,
+    """Run `method` on `model` (trained in place, on its own device; given as a folder, it is
+    loaded as the command loads it, and `.model` of the result is the trained copy) to forget
+    `data`'s `split`,
     as `forgetbench unlearn --model FOLDER --data DATA --method METHOD` does from a folder: TOFU's
     recipe (unlearn.preset to change it), the same items, the same losses. `options`: loop
     settings (`lr`, `epochs`, `batch_size`, `per_device_batch_size`, `loss_reduction`, `preset`,
@@ -205,7 +264,14 @@ def unlearn(
     from forgetbench.study.unlearn import forget_records, resolve_method, unlearn_lora
     from forgetbench.train.unlearn import unlearn_model
 
-    name = _name(model)
+    _check_paths("unlearn", data=data)
+    if isinstance(plugins, _PATH_TYPES) or not all(isinstance(p, _PATH_TYPES) for p in plugins):
+        raise ConfigError(
+            f"forgetbench.unlearn(plugins=...) got {_kind(plugins)}, not a list of plugins",
+            'pass a list of files or module names, e.g. plugins=["my_method.py"]',
+        )
+    model, tokenizer, folder_given = _given_model("unlearn", model, tokenizer)
+    name = folder_given or _name(model)
     values = {
         "model.name": ("model", name), "benchmark.path": ("data", str(data)),
         "benchmark.split": ("split", split), "model.template": ("template", template),
@@ -244,8 +310,14 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
         typed = config
     elif isinstance(config, Mapping):
         typed = validate_config(dict(config), source="the mapping given to forgetbench.run")
-    else:
+    elif isinstance(config, _PATH_TYPES):
         typed = load_config(config)
+    else:
+        raise ConfigError(
+            f"forgetbench.run(config=...) got {_kind(config)}, not a config",
+            "pass a YAML file's path, a mapping of its keys ({'scale': 'tiny', ...}) or a "
+            "RunConfig",
+        )
     configure(
         typed.model.device,
         typed.model.dtype,

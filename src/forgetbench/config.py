@@ -382,6 +382,14 @@ class MethodSettings(_Section):
 def _nested_sequence(splits: list[str]) -> list[str]:
     # Requests are the differences of nested splits, so the order is the nesting order and one
     # kind of split throughout (author splits, or the instance splits).
+    if len(splits) == 1:
+        # Its sequential rows would be its one-shot rows again, under another name.
+        raise PydanticCustomError(
+            "sequence_one",
+            "lists one request, and a sequence is two or more one after another (one request "
+            "is the study's own run of that split): add the splits before it, e.g. [forget01, "
+            "forget05, forget10], or drop study.sequence",
+        )
     for kind in (FORGET_SPLITS, INSTANCE_SPLITS):
         if all(s in kind for s in splits):
             if [kind.index(s) for s in splits] != sorted({kind.index(s) for s in splits}):

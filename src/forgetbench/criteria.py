@@ -31,9 +31,8 @@ from typing import Any
 
 from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.metrics.muse import PRIVLEAK_ATTACK
+from forgetbench.overunlearning import OVER_PRIVLEAK, OVER_ROUGE_RATIO
 from forgetbench.rows import (
-    OVER_PRIVLEAK,
-    OVER_ROUGE_RATIO,
     UTILITY_RATIO,
     Row,
     final,

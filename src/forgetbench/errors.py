@@ -52,6 +52,27 @@ class ConfigError(ForgetbenchError):
     """A config file, override or option has an unknown key or an out-of-range value."""
 
 
+class PluginError(ConfigError):
+    """A method plugin's own code failed while it ran (its loss raised, or returned something
+    other than the method contract's): the sentence names its file, method and step; the
+    plugin's traceback is this error's cause (`--debug` shows it)."""
+
+    def __init__(self, head: str, detail: str, hint: str | None = None, *, at: str = "") -> None:
+        self.head, self.detail, self.at_where = head, detail, at
+        super().__init__(f"{head}, {at}: {detail}" if at else f"{head} {detail}", hint)
+
+    def at(self, where: str) -> PluginError:
+        """The same error, said to have happened at `where` (a training step)."""
+        return PluginError(self.head, self.detail, self.hint, at=where)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_plugin_error, (self.head, self.detail, self.hint, self.at_where))
+
+
+def _plugin_error(head: str, detail: str, hint: str | None, at: str) -> PluginError:
+    return PluginError(head, detail, hint, at=at)
+
+
 class UnknownNameError(ConfigError):
     """A name (split, method, scale, benchmark, ...) is not one we know."""
 

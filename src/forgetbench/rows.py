@@ -14,6 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from forgetbench.intervals import bootstrap_interval, log10_quality
+from forgetbench.overunlearning import (
+    OVER_DEGENERATE,
+    OVER_PRIVLEAK,
+    OVER_ROUGE_RATIO,
+    over_unlearning,
+)
 
 Row = Mapping[str, Any]
 
@@ -118,46 +124,6 @@ def selection_rule(rows: Sequence[Row]) -> str:
     both = all(number(r, SELECTION_KEY) is not None and number(r, HELD_OUT_KEY) is not None
                for r in ranked)  # fmt: skip
     return "halves" if ranked and both else "all"
-
-
-# Over-unlearning (docs/report.md#over-unlearning): forgetting past what a model that never saw
-# the forget set shows. Fixed before any study's numbers were looked at: forget-set ROUGE-L
-# below half the retain model's, PrivLeak beyond +50 (ten times MUSE's +-5 "no leak" band), or
-# half the forget-set generations more degenerate than the retain model's.
-OVER_ROUGE_RATIO = 0.5
-OVER_PRIVLEAK = 50.0
-OVER_DEGENERATE = 0.5
-
-
-def over_unlearning(row: Row, retain: Row | None) -> list[dict[str, Any]]:
-    """The over-unlearning tests `row` fails, each {"test", "value", "retain", "bar", "text"}
-    with the numbers that show it; empty when none does (or none can be judged)."""
-    found: list[dict[str, Any]] = []
-    rouge, target = number(row, "forget/rougeL"), number(retain or {}, "forget/rougeL")
-    if (
-        rouge is not None
-        and target is not None
-        and target > 0
-        and rouge < OVER_ROUGE_RATIO * target
-    ):
-        text = (f"forget ROUGE-L {rouge:.3f} < {OVER_ROUGE_RATIO:g} x the retain model's "
-                f"{target:.3f}")  # fmt: skip
-        found.append(_test("forget_rougeL", rouge, target, OVER_ROUGE_RATIO * target, text))
-    leak = number(row, "privleak")
-    if leak is not None and leak > OVER_PRIVLEAK:
-        text = f"PrivLeak {leak:+.1f} > {OVER_PRIVLEAK:+g} (the retain model's is 0)"
-        found.append(_test("privleak", leak, 0.0, OVER_PRIVLEAK, text))
-    share = number(row, "forget/degenerate")
-    base = number(retain or {}, "forget/degenerate") or 0.0
-    if share is not None and share >= base + OVER_DEGENERATE:
-        text = (f"{share:.0%} of forget-set generations degenerate (the retain model's: "
-                f"{base:.0%})")  # fmt: skip
-        found.append(_test("degenerate", share, base, base + OVER_DEGENERATE, text))
-    return found
-
-
-def _test(test: str, value: float, retain: float, bar: float, text: str) -> dict[str, Any]:
-    return {"test": test, "value": value, "retain": retain, "bar": bar, "text": text}
 
 
 def leaderboard(

@@ -215,15 +215,17 @@ def _validity_block(
 
 
 def failed_checks(validity: Mapping[str, Any] | None) -> list[str]:
-    """`split/name` of every failed check."""
+    """`split/name` of every failed check, each once (a document benchmark's gaps are several
+    `learnt` checks of one split)."""
     if not validity:
         return []
-    return [
+    failed = (
         f"{split}/{c['name']}"
         for split, s in validity.get("splits", {}).items()
         for c in s.get("checks", [])
         if c.get("status") == "fail"
-    ]
+    )
+    return list(dict.fromkeys(failed))
 
 
 def problems(validity: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -7,8 +7,9 @@ import pytest
 from forgetbench.attacks.halves import split_halves
 from forgetbench.config import load_config
 from forgetbench.data.tofu import load_tofu
-from forgetbench.study import attack
-from forgetbench.study.attack import attack_data, attack_model, incontext_records
+from forgetbench.study import relearn
+from forgetbench.study.attack import attack_model
+from forgetbench.study.attack_data import attack_data, incontext_records
 from forgetbench.study.inputs import Study
 from forgetbench.train.mini import TEMPLATE
 
@@ -25,7 +26,7 @@ def setup(tiny_study):
 def test_relearning_trains_on_the_a_half_only(setup, monkeypatch, tmp_path):
     run, data, study, config = setup
     trained: list[str] = []
-    real = attack.run_stage
+    real = relearn.run_stage
 
     def spy(run_dir, *, examples, **kwargs):
         from transformers import AutoTokenizer
@@ -34,7 +35,7 @@ def test_relearning_trains_on_the_a_half_only(setup, monkeypatch, tmp_path):
         trained.extend(tokenizer.decode(e.input_ids) for e in examples)
         return real(run_dir, examples=examples, **kwargs)
 
-    monkeypatch.setattr(attack, "run_stage", spy)
+    monkeypatch.setattr(relearn, "run_stage", spy)
     # One round of plain relearning towards a target no model reaches: it trains once, on all.
     config = config.model_copy(
         update={"attack": config.attack.model_copy(update={"relearn_full_rounds": 1})}
@@ -75,7 +76,8 @@ def test_in_context_facts_come_from_the_same_authors_a_half(setup):
 
 
 def test_the_relearning_curve_reads_the_evaluations_rouge(setup, tmp_path):
-    from forgetbench.study.attack import _evaluate, forget_rouge_only
+    from forgetbench.study.attack import _evaluate
+    from forgetbench.study.relearn import forget_rouge_only
 
     _, _, study, config = setup
     data = attack_data(study, config, "forget10")

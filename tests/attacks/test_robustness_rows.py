@@ -5,7 +5,7 @@ import pytest
 
 from forgetbench.config import load_config
 from forgetbench.data.logs import EvalLog, SetLog
-from forgetbench.study.attack import AttackOutcome, attack_scores
+from forgetbench.study.attack_rows import AttackOutcome, attack_scores
 
 
 def log(gt_loss: float, rouge: float, truth_shift: float) -> EvalLog:

@@ -1,7 +1,7 @@
 """Which forget splits a study can compute once: those whose files are byte for byte the same."""
 
 from forgetbench.benchmarks.mini import generate_mini
-from forgetbench.study.inputs import same_data_splits
+from forgetbench.study.splits import same_data_splits
 
 SPLITS = ["forget01", "forget05", "forget10"]
 

@@ -2,6 +2,7 @@
 the corpora."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,13 @@ import pytest
 from forgetbench.cli.main import main
 from forgetbench.data import wmdp
 from forgetbench.data.tofu import load_hub_rows
-from forgetbench.data.wmdp import load_wmdp, load_wmdp_corpus, require_wmdp, wmdp_stats
+from forgetbench.data.wmdp import (
+    load_wmdp,
+    load_wmdp_corpus,
+    require_wmdp,
+    wmdp_notes,
+    wmdp_stats,
+)
 from forgetbench.errors import DataError
 
 
@@ -70,10 +77,8 @@ def test_one_sentence_names_every_missing_and_malformed_file(tmp_path):
         require_wmdp(root)
     message = caught.value.what
     assert "\n" not in message
-    assert (
-        "missing wmdp-cyber (.jsonl, .json or parquet), wmdp-corpora/bio-forget-corpus.jsonl"
-        in message
-    )
+    # A subset missing is no problem (many studies report bio and cyber only); a corpus is.
+    assert "missing wmdp-corpora/bio-forget-corpus.jsonl;" in message and "cyber (" not in message
     assert "wmdp-bio.jsonl (row 1: field 'choices' has 3 options, not 4)" in message
     assert "wmdp-chem/test-00000-of-00001.parquet (is not a readable parquet file" in message
     assert "cyber-forget-corpus.jsonl (row 0: missing field 'text')" in message
@@ -105,7 +110,30 @@ def test_cli_stats(tmp_path, capsys):
     (tofu / "forget10.json").write_text(json.dumps([{"question": "q", "answer": "a"}]))
     assert main(["data", "stats", "--benchmark", "wmdp", "--path", str(tofu)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "missing wmdp-bio (.jsonl, .json or parquet)" in err
+    assert err.count("\n") == 1 and (
+        "missing every question subset (wmdp-bio, wmdp-cyber, wmdp-chem: at least one)" in err
+    )
+
+
+def test_a_folder_without_chem_is_scored_on_the_subsets_it_has(tmp_path, capsys):
+    root = write_wmdp(tmp_path)
+    shutil.rmtree(root / "wmdp-chem")
+    assert [r["set"] for r in require_wmdp(root) if r["kind"] == "questions"] == [
+        "wmdp-bio",
+        "wmdp-cyber",
+    ]
+    (note,) = wmdp_notes(root)
+    assert note == (
+        f"WMDP folder {root} has no wmdp-chem: scoring wmdp-bio and wmdp-cyber only (wmdp/all "
+        "is their accuracy)"
+    )
+    # eval says so before the model loads (here it cannot: 'no/model' is not there).
+    argv = ["eval", "--benchmark", "wmdp", "--model", str(tmp_path / "no/model"), "--data",
+            str(root), "--out", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 2
+    first, error = capsys.readouterr().err.strip().splitlines()
+    assert first == f"note: {note}" and "no/model" in error
+    assert wmdp_notes(write_wmdp(tmp_path / "whole")) == []
 
 
 def test_the_hub_path_through_datasets(tmp_path, monkeypatch):

@@ -6,13 +6,14 @@ the unlearning run's cache key follows the file's contents. (The plugin running 
 from __future__ import annotations
 
 import textwrap
+import traceback
 from pathlib import Path
 
 import pytest
 
 from forgetbench.cli import main
 from forgetbench.config import load_config
-from forgetbench.errors import ConfigError
+from forgetbench.errors import ConfigError, PluginError
 from forgetbench.methods import plugins
 from forgetbench.methods.base import METHODS, build_method
 from forgetbench.train.loop import LoopConfig
@@ -116,9 +117,11 @@ def test_a_config_file_lists_plugins(tmp_path, capsys):
          "'scale' has type <class 'list'>"),
         (HEADER, "{file} registers no method — decorate its method class with "
          '@register_method("name")'),
+        (HEADER + "import sys\nsys.exit(0)\n", "plugin {file} called sys.exit(0) while it was "
+         "imported (line 6) — a plugin only defines and registers its methods"),
     ],
     ids=["builtin-name", "import-error", "syntax-error", "not-frozen", "not-a-dataclass",
-         "unknown-input", "no-default", "list-option", "registers-nothing"],
+         "unknown-input", "no-default", "list-option", "registers-nothing", "exits"],
 )  # fmt: skip
 def test_a_broken_plugin_is_one_sentence_naming_its_file(tmp_path, capsys, text, message):
     path = _write(tmp_path, "broken.py", text)
@@ -242,3 +245,91 @@ def test_help_lists_the_methods_of_the_plugins_the_command_line_names(tmp_path, 
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "listed_here" not in capsys.readouterr().out
+
+
+# A plugin whose loss misbehaves at run time: `BODY` is the loss after the forget NLL.
+RUNTIME = (
+    HEADER
+    + """
+calls = []
+
+
+@register_method("{name}")
+@dataclass(frozen=True)
+class Method:
+    needs: ClassVar[frozenset[str]] = frozenset({{"forget_logps", "forget_mask"}})
+
+    def required_inputs(self):
+        return self.needs
+
+    def loss(self, inputs: UnlearnInputs):
+        calls.append(1)
+        nll = batch_nll(inputs.forget_logps, inputs.forget_mask, "tokens")
+        {body}
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """The miniature's data and an untrained tiny model (a second to make): a plugin's loss runs
+    on it as on any model."""
+    from transformers import AutoTokenizer
+
+    from forgetbench.benchmarks.mini import generate_mini
+    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.train.mini import build_tokenizer
+
+    root = tmp_path_factory.mktemp("plugin-world")
+    generate_mini(root / "data", scale="tiny", seed=0)
+    tokenizer = AutoTokenizer.from_pretrained(build_tokenizer(root, root / "data", scale="tiny"))
+    model = save_model(build_tiny_model(tokenizer, scale="tiny", seed=0), tokenizer, root / "m")
+    return root / "data", model
+
+
+def _unlearn(world, tmp_path, name, body, *more):
+    path = _write(tmp_path, f"{name}.py", RUNTIME.format(name=name, body=body))
+    data, model = world
+    argv = ["unlearn", "--model", str(model), "--data", str(data), "--plugin", str(path),
+            "--method", name, "--split", "forget01", "--out", str(tmp_path / "out"),
+            "unlearn.batch_size=1", "unlearn.per_device_batch_size=1", "--no-progress", *more]  # fmt: skip
+    return path, argv
+
+
+def test_a_plugin_loss_that_raises_is_the_plugins_error_naming_its_step(world, tmp_path, capsys):
+    body = 'if len(calls) == 3:\n            raise ValueError("boom")\n        return -nll, {}'
+    path, argv = _unlearn(world, tmp_path, "boom_ascent", body)
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == (
+        f"error: plugin {path.resolve()}: method 'boom_ascent', step 3 (epoch 1): loss() raised "
+        "ValueError: boom — fix the method (--debug shows its traceback); finished stages are kept"
+    )
+    # Nothing is recorded as done: the run folder holds no unlearn.json.
+    assert not list((tmp_path / "out").rglob("unlearn.json"))
+    # --debug: the plugin's own frame is the cause of our error.
+    plugins._loaded.clear()
+    with pytest.raises(PluginError) as info:
+        main([*argv, "--debug"])
+    frames = traceback.extract_tb(info.value.__cause__.__traceback__)
+    assert (frames[-1].filename, frames[-1].name) == (str(path.resolve()), "loss")
+
+
+@pytest.mark.parametrize(
+    ("body", "broken"),
+    [
+        ("return -nll.item(), {}", "loss() returned float -"),
+        ("return -nll, {'forget_nll': nll}", "loss() returned a tensor of shape () "
+         "(torch.float32) for part 'forget_nll', not a float"),
+        ("return -nll", "loss() returned a tensor of shape () (torch.float32), not a tuple"),
+    ],
+    ids=["float-loss", "tensor-part", "no-parts"],
+)  # fmt: skip
+def test_a_plugin_loss_that_breaks_the_contract_is_one_sentence(
+    world, tmp_path, capsys, body, broken
+):
+    path, argv = _unlearn(world, tmp_path, "off_contract", body)
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    head = f"error: plugin {path.resolve()}: method 'off_contract', step 1 (epoch 1): "
+    assert line.startswith(head + broken), line

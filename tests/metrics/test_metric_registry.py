@@ -20,6 +20,8 @@ METRIC_MODULES = (
     "tofu",
     "rouge",
     "mia",
+    "mia_roc",
+    "mia_shadow",
     "memorisation",
     "lume",
     "formats",
@@ -41,7 +43,9 @@ HELPERS = {
         "halves",  # which forget questions choose the leaderboard's step, which report it
     },
     "rouge": set(),
-    "mia": {"attack_auc", "min_nonmembers", "attack_summary"},
+    "mia": set(),
+    "mia_roc": {"attack_auc", "min_nonmembers", "attack_summary"},
+    "mia_shadow": set(),
     "memorisation": set(),
     "lume": {"mmlu_below_threshold"},
     "formats": {"mc_choice"},
@@ -82,7 +86,7 @@ def test_every_registered_metric_names_the_function_that_computes_it():
         assert callable(_function(m.computed_by)), m.name
     # Spot checks that the records sit on the right functions.
     assert METRICS["model_utility"].computed_by == "forgetbench.metrics.tofu.model_utility"
-    assert METRICS["mia/tpr@0.1%fpr"].computed_by == "forgetbench.metrics.mia.tpr_at_fpr"
+    assert METRICS["mia/tpr@0.1%fpr"].computed_by == "forgetbench.metrics.mia_roc.tpr_at_fpr"
     assert METRICS["lume_final"].computed_by == "forgetbench.metrics.lume.final_score"
 
 

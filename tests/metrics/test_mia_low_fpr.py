@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from forgetbench.metrics import METRICS, mia
+from forgetbench.metrics import METRICS, mia_roc, mia_shadow
 from forgetbench.train.mini import shadow_memberships
 
 
@@ -15,12 +15,12 @@ def test_tpr_at_fpr_interpolates_a_tied_segment_by_hand():
     # .75 + .25 * (0.01 - 1/150) / (1/150) = .75 + .25 * 0.5 = 0.875.
     members = [0.9, 0.8, 0.7, 0.65]
     nonmembers = [0.75, 0.65] + [0.0] * 148
-    assert mia.tpr_at_fpr(members, nonmembers, 0.01) == pytest.approx(0.875)
+    assert mia_roc.tpr_at_fpr(members, nonmembers, 0.01) == pytest.approx(0.875)
     # At exactly 1/150 the curve runs vertically from .5 to .75: the top of the run counts.
-    assert mia.tpr_at_fpr(members, nonmembers, 1 / 150) == pytest.approx(0.75)
+    assert mia_roc.tpr_at_fpr(members, nonmembers, 1 / 150) == pytest.approx(0.75)
     # 0.1% needs 1000 non-members; 150 cannot show any FPR below 1/150.
-    assert mia.tpr_at_fpr(members, nonmembers, 0.001) is None
-    summary = mia.attack_summary("mia/x", members, nonmembers)
+    assert mia_roc.tpr_at_fpr(members, nonmembers, 0.001) is None
+    summary = mia_roc.attack_summary("mia/x", members, nonmembers)
     assert summary["mia/x/tpr@1%fpr"] == pytest.approx(0.875)
     assert summary["mia/x/tpr@0.1%fpr"] is None
     # AUC by hand: each member beats 148 zeros; 0.9, 0.8 beat both others; 0.7 beats 0.65;
@@ -29,17 +29,17 @@ def test_tpr_at_fpr_interpolates_a_tied_segment_by_hand():
 
 
 def test_resolvable_needs_one_over_fpr_nonmembers():
-    assert mia.min_nonmembers(0.01) == 100
-    assert mia.min_nonmembers(0.001) == 1000
+    assert mia_roc.min_nonmembers(0.01) == 100
+    assert mia_roc.min_nonmembers(0.001) == 1000
     # Members all above every non-member: TPR 1 at any FPR, once there are enough non-members.
-    assert mia.tpr_at_fpr([2.0, 3.0], [0.0] * 99, 0.01) is None
-    assert mia.tpr_at_fpr([2.0, 3.0], [0.0] * 100, 0.01) == 1.0
+    assert mia_roc.tpr_at_fpr([2.0, 3.0], [0.0] * 99, 0.01) is None
+    assert mia_roc.tpr_at_fpr([2.0, 3.0], [0.0] * 100, 0.01) == 1.0
     # Members all below: no member is flagged before 100 % FPR.
-    assert mia.tpr_at_fpr([-1.0, -2.0], list(np.linspace(0, 1, 100)), 0.01) == 0.0
+    assert mia_roc.tpr_at_fpr([-1.0, -2.0], list(np.linspace(0, 1, 100)), 0.01) == 0.0
     with pytest.raises(ValueError, match="fpr"):
-        mia.min_nonmembers(0.0)
+        mia_roc.min_nonmembers(0.0)
     with pytest.raises(ValueError, match="empty"):
-        mia.tpr_at_fpr([], [0.0] * 100, 0.01)
+        mia_roc.tpr_at_fpr([], [0.0] * 100, 0.01)
 
 
 def test_new_attack_keys_are_declared_metrics():
@@ -64,14 +64,14 @@ def test_shadow_attacks_find_separated_members(attack):
     member = np.arange(600) < 300
     target = base + 0.5 * member + rng.normal(0, 0.05, size=600)
     if attack == "lira":
-        s = mia.lira_score(target, scores, masks)
+        s = mia_shadow.lira_score(target, scores, masks)
     else:
-        s = mia.rmia_score(target, scores)
-    out = mia.attack_summary("a", s[member], s[~member])
+        s = mia_shadow.rmia_score(target, scores)
+    out = mia_roc.attack_summary("a", s[member], s[~member])
     assert out["a/tpr@1%fpr"] > 0.95
     assert out["a"] > 0.99
     # The LOSS score alone drowns in the spread of difficulty (0.5 vs sd 0.5): far from it.
-    loss = mia.attack_summary("a", target[member], target[~member])
+    loss = mia_roc.attack_summary("a", target[member], target[~member])
     assert loss["a/tpr@1%fpr"] < 0.5
 
 
@@ -83,10 +83,10 @@ def test_shadow_attacks_are_at_chance_when_membership_is_shuffled(attack):
     target = base + 0.5 * trained + rng.normal(0, 0.05, size=4000)
     member = np.arange(4000) < 2000
     if attack == "lira":
-        s = mia.lira_score(target, scores, masks)
+        s = mia_shadow.lira_score(target, scores, masks)
     else:
-        s = mia.rmia_score(target, scores)
-    out = mia.attack_summary("a", s[member], s[~member])
+        s = mia_shadow.rmia_score(target, scores)
+    out = mia_roc.attack_summary("a", s[member], s[~member])
     # 2000 non-members: 1 % FPR = 20 false positives; chance TPR 0.01, binomial sd ~0.003.
     assert out["a/tpr@1%fpr"] == pytest.approx(0.01, abs=0.01)
     assert out["a"] == pytest.approx(0.5, abs=0.04)
@@ -99,11 +99,11 @@ def test_lira_by_hand_on_two_candidates():
     # numbers readable: score = -(s - mu_in)^2 / 2 + (s - mu_out)^2 / 2.
     scores = np.array([[0.0, -2.0], [-1.0, 0.0]])
     masks = np.array([[True, False], [False, True]])
-    s = mia.lira_score([0.0, -1.0], scores, masks, min_std=1.0)
+    s = mia_shadow.lira_score([0.0, -1.0], scores, masks, min_std=1.0)
     # candidate 0: s = 0 -> -0 + 1/2 = 0.5; candidate 1: s = -1 -> -1/2 + 1/2 = 0.
     assert s == pytest.approx([0.5, 0.0])
     with pytest.raises(ValueError, match="at least one shadow"):
-        mia.lira_score([0.0, -1.0], scores, np.array([[True, True], [True, False]]))
+        mia_shadow.lira_score([0.0, -1.0], scores, np.array([[True, True], [True, False]]))
 
 
 def test_rmia_by_hand_on_three_candidates():
@@ -111,9 +111,9 @@ def test_rmia_by_hand_on_three_candidates():
     # log ratio = target - shadow = (1, 0, -1). gamma = 1: x beats z when its log ratio is >=.
     # candidate 0 beats both others (1.0), candidate 1 beats candidate 2 (0.5), candidate 2 none.
     shadows = np.array([[-1.0, -1.0, -1.0], [-1.0, -1.0, -1.0]])
-    s = mia.rmia_score([0.0, -1.0, -2.0], shadows)
+    s = mia_shadow.rmia_score([0.0, -1.0, -2.0], shadows)
     assert s == pytest.approx([1.0, 0.5, 0.0])
     # gamma = e^1.5: only a log-ratio lead of 1.5 counts: candidate 0 over candidate 2 only.
-    assert mia.rmia_score([0.0, -1.0, -2.0], shadows, gamma=np.exp(1.5)) == pytest.approx(
+    assert mia_shadow.rmia_score([0.0, -1.0, -2.0], shadows, gamma=np.exp(1.5)) == pytest.approx(
         [0.5, 0.0, 0.0]
     )

@@ -5,7 +5,7 @@ import pytest
 
 from forgetbench.metrics import METRICS, aggregate
 from forgetbench.metrics.gradnorm import gradnorm_score
-from forgetbench.metrics.mia import attack_auc
+from forgetbench.metrics.mia_roc import attack_auc
 from forgetbench.metrics.muse import cut_at_stop_strings, knowmem, verbmem
 from forgetbench.metrics.wmdp import choice_accuracy
 

@@ -2,7 +2,7 @@
 
 from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.data.tofu import load_tofu
-from forgetbench.study.inputs import Miniature
+from forgetbench.study.miniature import Miniature
 from forgetbench.study.pool import InlinePool
 from forgetbench.train import mini as mini_module
 from forgetbench.train.mini import TEMPLATE, build_tokenizer, shadow_memberships
@@ -63,7 +63,7 @@ def _questions(tofu, split):
 
 
 def test_nested_splits_share_the_largest_splits_shadows(tmp_path):
-    from forgetbench.study.inputs import shadow_pool
+    from forgetbench.study.shadows import shadow_pool
 
     data = tmp_path / "small"
     generate_mini(data, scale="small", seed=0)
@@ -80,7 +80,7 @@ def test_nested_splits_share_the_largest_splits_shadows(tmp_path):
 def test_a_split_outside_the_larger_pool_keeps_its_own_shadows(tmp_path):
     import json
 
-    from forgetbench.study.inputs import shadow_pool
+    from forgetbench.study.shadows import shadow_pool
 
     data = tmp_path / "small"
     generate_mini(data, scale="small", seed=0)
@@ -103,7 +103,7 @@ def test_a_study_of_nested_splits_trains_one_set_of_shadows(tmp_path, monkeypatc
     import json
 
     from forgetbench.config import RunConfig
-    from forgetbench.study import inputs as resolve_module
+    from forgetbench.study import resolved as resolve_module
 
     data = tmp_path / "data"
     generate_mini(data, scale="tiny", seed=0)

@@ -143,3 +143,16 @@ def test_length_grouped_batches_pad_less_with_both_trainers(report, tmp_path):
     assert r["tokens"] == {"real": sum(lengths), "padded": grouped}
     assert grouped < padded(epoch_order(plain, 32, 0))
     assert r["losses_agree"] and r["max_loss_diff"] <= 1e-5
+
+
+def test_bench_train_takes_the_miniatures_root_as_data_as_eval_does(report, tmp_path):
+    from forgetbench.modeling import save_model
+
+    out, _ = report
+    tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))
+    model = save_model(build_tiny_model(tokenizer, scale="tiny"), tokenizer, tmp_path / "m")
+    argv = ["bench", "train", "--model", str(model), "--data", str(out / "data"), "--steps", "2",
+            "train.batch_size=4", "train.per_device_batch_size=4", "--json"]  # fmt: skip
+    assert main([*argv, "--out", str(tmp_path / "bench")]) == 0
+    saved = json.loads((tmp_path / "bench" / "bench_train.json").read_text())
+    assert saved["steps"] == 2 and saved["examples"] == 8 and saved["losses_agree"]

@@ -1,7 +1,8 @@
 """The `forgetbench` command, one module per command group: `main` (the error boundary), `parser`
 (every command's flags, generated from the typed config), `config` (command line -> typed
-config, and the refusals that need no work), then `train` (finetune, unlearn), `evaluate` (eval,
-sanity), `study` (run, attack, sweep, meta-eval, report), `bench`, `data`, `cache` and `compare`.
+config, and the refusals that need no work), `usage` (what every command module shares: the
+usage error, the progress switch), then `train` (finetune, unlearn), `evaluate` (eval, sanity),
+`study` (run, attack, sweep, meta-eval, report), `bench`, `data`, `cache` and `compare`.
 A command parses, makes the config, calls one function of the study layer and prints its result."""
 
 from forgetbench.cli.config import resolve_config

@@ -23,6 +23,18 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.target not in ("train", "eval", "study"):
         raise UnknownNameError("benchmark target", args.target, ("train", "eval", "study"))
+    if args.steps < 0:
+        raise UsageError(
+            f"forgetbench bench train --steps {args.steps}: a number of optimizer steps is 0 or "
+            "more",
+            "pass --steps N with N >= 1, or 0 (the default) for the whole split",
+        )
+    if args.steps and args.target != "train":
+        raise UsageError(
+            f"forgetbench bench {args.target} does not use --steps: only 'bench train' of a "
+            "given model times a number of optimizer steps",
+            "drop --steps",
+        )
     config = resolve_config(args)
     if not args.out:
         raise UsageError("forgetbench bench: --out is required", "pass a scratch run folder")

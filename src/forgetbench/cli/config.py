@@ -27,7 +27,7 @@ from forgetbench.options import (
     flag_value,
     unused_reason,
 )
-from forgetbench.study.given import builtin_models, trains_given_model
+from forgetbench.study.given import builtin_models, given_data, trains_given_model
 
 # The layers below (the study's miniature, the device, the method registry) are imported where
 # they are used: they import torch, which `forgetbench --help` never needs.
@@ -112,6 +112,14 @@ def _refuse_unused(
         unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
     if throughput:
         unused.update(UNUSED["bench throughput"])
+    if command == "eval" and config.benchmark.name in DOCUMENT_BENCHMARKS:
+        name = config.benchmark.name
+        unused["benchmark.split"] = (
+            f"{name} is scored on its folder's own sets, and has no TOFU split"
+        )
+        unused["eval.probes"] = (
+            f"the generalisation probes are TOFU-layout questions, which {name} has none of"
+        )
     typed = [(option, key) for key, (option, _) in given.items()]
     typed += [(key, key) for key in (o.partition("=")[0] for o in args.overrides)]
     for option, key in typed:
@@ -121,6 +129,7 @@ def _refuse_unused(
                 f"forgetbench {command} does not use {option}: {reason}", f"drop {option}"
             )
     _refuse_lora_options_without_lora(config, typed)
+    _refuse_absent_probes(config, typed)
     if miniature and command in ("finetune", "unlearn", "run", "sweep", "attack", "meta-eval"):
         check_mini_train_options(config.train)
     if command == "run":
@@ -130,6 +139,27 @@ def _refuse_unused(
     if "unlearn.refusals_file" in (key for _, key in typed) and command in ("unlearn", "run"):
         _refuse_unread_refusals(command, config)
     _refuse_split(args, config)
+
+
+def _refuse_absent_probes(config: RunConfig, keys: list[tuple[str, str]]) -> None:
+    """`eval.probes=true` typed on the command line asks for the probes: on given data with no
+    probe file for the split it would score nothing and say nothing (the default scores them
+    where the data has them, silently)."""
+    data = given_data(config)
+    asked = any(key == "eval.probes" for _, key in keys) and config.eval.probes
+    if not asked or data is None or config.benchmark.name == "lume":
+        return
+    from forgetbench.eval.runner import tofu_root
+    from forgetbench.eval.tasks.probes import probe_file, probe_kinds_in
+
+    split, tofu = config.benchmark.split, tofu_root(data)
+    if tofu.is_dir() and not probe_kinds_in(tofu, split):
+        raise ConfigError(
+            f"eval.probes=true asks for the generalisation probes, and {tofu} has no probe file "
+            f"for {split} (e.g. {probe_file(split, 'paraphrase')}.json)",
+            "drop eval.probes=true, or give data that has them (the miniature's, "
+            "docs/generalisation.md)",
+        )
 
 
 def _refuse_split(args: argparse.Namespace, config: RunConfig) -> None:

@@ -37,6 +37,11 @@ class _Parser(argparse.ArgumentParser):
 
     lazy_epilog: Callable[[], str] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", f"see '{self.prog} --help'")
 
@@ -48,6 +53,25 @@ class _Parser(argparse.ArgumentParser):
         if self.lazy_epilog is not None:
             self.epilog = self.lazy_epilog()
         return super().format_help()
+
+
+class _StoreOnce(argparse._StoreAction):
+    """A flag given twice (`--out A --out B`) is refused, as one KEY=VALUE given twice is
+    (cli/config.py's `refuse_twice_set`): argparse would keep the last, silently."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        if option_string is not None:
+            given = namespace.__dict__.setdefault("_flags_given", {})
+            if self.dest in given:
+                first = given[self.dest]
+                both = option_string if first == option_string else f"{first} and {option_string}"
+                raise UsageError(
+                    f"{parser.prog} got {both}{' twice' if first == option_string else ''}, "
+                    "two values for one setting",
+                    "give it once",
+                )
+            given[self.dest] = option_string
+        super().__call__(parser, namespace, values, option_string)
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

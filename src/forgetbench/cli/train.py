@@ -17,7 +17,7 @@ from forgetbench.study.given import given_data, given_model, is_miniature
 
 
 def finetune(args: argparse.Namespace) -> dict[str, Any]:
-    from forgetbench.study.inputs import miniature
+    from forgetbench.study.miniature import miniature
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.train.stages import finetune_split
 

@@ -21,6 +21,7 @@ from typing import Any
 from forgetbench.data.released import (
     LayoutFile,
     is_hub_id,
+    layout_digest,
     problems_error,
     read_json_list,
     require_folder,
@@ -185,3 +186,8 @@ MUSE_HINT = (
     "a MUSE corpus folder holds knowmem/, verbmem/, privleak/ and raw/ (News also scal/ and "
     "sust/) as MUSE's load_data.py writes them; re-download the named files"
 )
+
+
+def muse_digest(folder: str | Path) -> str:
+    """The digest of the MUSE files the folder holds (`released.layout_digest`)."""
+    return layout_digest(Path(folder), LAYOUT)

@@ -4,6 +4,7 @@ malformed file in one sentence (`forgetbench data stats`)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,23 @@ class LayoutFile:
             if found:
                 return found[0]
         return None
+
+
+def layout_digest(folder: Path, files: Sequence[LayoutFile]) -> str:
+    """sha256 of every file of the layout the folder holds (its relative path and bytes): what a
+    score was measured on, so two evaluations can be told to come from the same data wherever
+    the folder lies."""
+    digest = hashlib.sha256()
+    for entry in files:
+        found = entry.find(folder)
+        if found is None:
+            continue
+        digest.update(found.relative_to(folder).as_posix().encode() + b"\0")
+        with found.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
 
 
 def is_hub_id(source: str | Path) -> bool:

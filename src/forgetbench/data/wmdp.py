@@ -17,6 +17,7 @@ from typing import Any
 from forgetbench.data.released import (
     LayoutFile,
     is_hub_id,
+    layout_digest,
     problems_error,
     require_folder,
     string_field,
@@ -34,12 +35,16 @@ CORPORA = ("bio-forget", "bio-retain", "cyber-forget", "cyber-retain")
 CHOICES = 4
 _FIELDS = "question, choices (4 strings), answer (0-3)"
 
+# The question subsets are each optional (a group of their own, so one present does not make
+# the others expected): many studies report bio and cyber only. At least one is required
+# (`wmdp_stats`), and the ones missing are named (`missing_subsets`).
 LAYOUT = [
     *(
         LayoutFile(
             f"{s} (.jsonl, .json or parquet)",
             (f"{s}.jsonl", f"{s}.json", f"{s}.parquet", f"{s}/*.parquet"),
-            "questions",
+            f"questions/{s}",
+            required=False,
         )
         for s in SUBSETS
     ),
@@ -185,7 +190,7 @@ def wmdp_stats(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
             questions = load_mmlu(path)
             return {"set": "mmlu", "kind": "questions", "items": len(questions),
                     "characters": sum(len(r.prompt) + sum(map(len, r.options)) for r, _ in questions)}  # fmt: skip
-        if entry.group == "questions":
+        if entry.group.startswith("questions/"):
             subset = entry.candidates[0].removesuffix(".jsonl")
             records = load_wmdp(file, subset)
             return {"set": subset, "kind": "questions", "items": len(records),
@@ -195,12 +200,32 @@ def wmdp_stats(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         return {"set": name, "kind": "documents", "items": len(texts),
                 "characters": sum(len(t) for t in texts)}  # fmt: skip
 
-    return survey(path, LAYOUT, read)
+    rows, problems = survey(path, LAYOUT, read)
+    if all(question_file(path, s) is None for s in SUBSETS):
+        problems.insert(0, f"missing every question subset ({', '.join(SUBSETS)}: at least one)")
+    return rows, problems
+
+
+def missing_subsets(folder: str | Path) -> list[str]:
+    """The question subsets a WMDP folder lacks (scored without them)."""
+    return [s for s in SUBSETS if question_file(folder, s) is None]
+
+
+def wmdp_notes(folder: str | Path) -> list[str]:
+    """What a study or an evaluation of a WMDP folder should say before it scores it."""
+    missing = missing_subsets(folder)
+    if not missing or len(missing) == len(SUBSETS):
+        return []
+    present = [s for s in SUBSETS if s not in missing]
+    return [
+        f"WMDP folder {folder} has no {' or '.join(missing)}: scoring "
+        f"{' and '.join(present)} only (wmdp/all is their accuracy)"
+    ]
 
 
 WMDP_HINT = (
-    "a WMDP folder holds wmdp-bio, wmdp-cyber and wmdp-chem (.jsonl, .json or the Hub's parquet) "
-    "and, for unlearning, wmdp-corpora/; re-download the named files"
+    "a WMDP folder holds wmdp-bio, wmdp-cyber and wmdp-chem, or some of them (.jsonl, .json or "
+    "the Hub's parquet) and, for unlearning, wmdp-corpora/; re-download the named files"
 )
 
 
@@ -210,3 +235,8 @@ def require_wmdp(folder: str | Path) -> list[dict[str, Any]]:
     if problems:
         raise problems_error("WMDP", Path(folder), problems, WMDP_HINT)
     return rows
+
+
+def wmdp_digest(folder: str | Path) -> str:
+    """The digest of the WMDP files the folder holds (`released.layout_digest`)."""
+    return layout_digest(Path(folder), LAYOUT)

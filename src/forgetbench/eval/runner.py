@@ -20,7 +20,7 @@ from forgetbench.eval.summary import compare
 from forgetbench.eval.tasks import TASKS, EvalSetup, run_task
 from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.io import atomic_write_json, read_json, set_aside
-from forgetbench.metrics import mia as mia_metrics
+from forgetbench.metrics import mia_roc
 from forgetbench.metrics.info import METRICS
 from forgetbench.modeling import model_context, position_limit
 
@@ -183,9 +183,7 @@ def relative_scores(
     key = f"mia/{PRIVLEAK_ATTACK}"
     if reference_scores and key in scores and key in reference_scores:
         retain_auc = reference_scores[key]
-        out["privleak"] = (
-            None if retain_auc >= 1.0 else mia_metrics.privleak(scores[key], retain_auc)
-        )
+        out["privleak"] = None if retain_auc >= 1.0 else mia_roc.privleak(scores[key], retain_auc)
     return out
 
 

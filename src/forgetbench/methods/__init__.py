@@ -2,8 +2,10 @@
 
 Importing this package imports every module in it, and each method module registers itself in
 `METHODS`, so a new method is one new file (docs/methods.md has the template). `get_method("npo")`
-returns the config class, `build_method("npo", {"beta": 0.05})` a validated instance.
-"""
+returns the config class, `build_method("npo", {"beta": 0.05})` a validated instance. Beside the
+methods: `base` (the inputs, contract and registry every method shares), `_terms` (the pure
+tensor terms they are written with), `refusals` (the IDK and DPO baselines' refusal answers) and
+`plugins` (methods from outside the package)."""
 
 import importlib
 import pkgutil

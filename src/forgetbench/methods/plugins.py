@@ -24,9 +24,9 @@ import typing
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from forgetbench.errors import ConfigError, did_you_mean
+from forgetbench.errors import ConfigError, ForgetbenchError, PluginError, did_you_mean
 from forgetbench.methods.base import INPUT_FIELDS, METHODS
 
 ENTRY_POINT_GROUP = "forgetbench.plugins"
@@ -148,6 +148,34 @@ def check_contract(name: str, cls: Any, where: str) -> None:
         )
 
 
+_T = TypeVar("_T")
+
+
+def plugin_call(method: Any, part: str, call: Callable[[], _T]) -> _T:
+    """`call()`, the plugin method's `part` (its loss, ...) at run time. An exception raised by a
+    plugin's code is the plugin's, not forgetbench's: it becomes a PluginError naming the file
+    and the method (the training loop adds the step), its traceback kept as the cause."""
+    if is_builtin(type(method)):
+        return call()
+    try:
+        return call()
+    except ForgetbenchError:  # a sentence already (an option check in the plugin, say)
+        raise
+    except Exception as exc:
+        detail = str(exc).strip().splitlines()
+        raised = f"{type(exc).__name__}: {detail[0][:200]}" if detail else type(exc).__name__
+        raise broken_plugin(method, f"{part}() raised {raised}") from exc
+
+
+def broken_plugin(method: Any, problem: str) -> PluginError:
+    """The plugin method `method` broke at run time: `problem` says how."""
+    return PluginError(
+        f"plugin {_where(type(method))}: method '{method.name}'",
+        problem,
+        "fix the method (--debug shows its traceback); finished stages are kept",
+    )
+
+
 def _option_type_ok(hint: Any) -> bool:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint in _OPTION_TYPES:
@@ -201,7 +229,7 @@ def _load_one(spec: str, source: str) -> tuple[str, tuple[str, ...]]:
         sys.modules[module_name] = module
         try:
             spec_obj.loader.exec_module(module)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             sys.modules.pop(module_name, None)
             raise _import_failure(exc, where) from None
     else:
@@ -216,7 +244,7 @@ def _load_one(spec: str, source: str) -> tuple[str, tuple[str, ...]]:
                     "give a path ending in .py, or install the package that holds the module",
                 ) from None
             raise _import_failure(exc, where) from None
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise _import_failure(exc, where) from None
         module_name = spec
     added = tuple(n for n in METHODS.in_registration_order() if n not in before)
@@ -242,6 +270,13 @@ def _import_failure(exc: BaseException, where: str) -> ConfigError:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == where]
         line = frames[-1].lineno if frames else None
     at = f" (line {line})" if line else ""
+    if isinstance(exc, SystemExit):
+        # exit 0 with nothing done would read as success
+        return ConfigError(
+            f"plugin {where} called sys.exit({exc.code!r}) while it was imported{at}",
+            "a plugin only defines and registers its methods: remove the exit, or put a "
+            'script\'s code under `if __name__ == "__main__":`',
+        )
     detail = str(exc).strip().splitlines()
     message = f"{type(exc).__name__}: {detail[0][:200]}" if detail else type(exc).__name__
     return ConfigError(
@@ -262,7 +297,7 @@ def load_entry_points() -> tuple[str, ...]:
         before = set(METHODS.names())
         try:
             entry.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             _entry_points_loaded = False  # a later call tries again, and says so again
             raise _import_failure(exc, where) from None
         names += [n for n in METHODS.in_registration_order() if n not in before]

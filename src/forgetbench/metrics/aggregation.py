@@ -3,7 +3,7 @@
 values to `aggregate` and never decides the reduction itself.
 
 One-sample aggregations take the per-item values; two-sample ones take two groups: `roc_auc`
-(members, non-members: `forgetbench.metrics.mia`) and `ks_pvalue` (the evaluated model's values,
+(members, non-members: `forgetbench.metrics.mia_roc`) and `ks_pvalue` (the evaluated model's values,
 a retain model's: `forgetbench.metrics.tofu`), registered where they are defined.
 """
 

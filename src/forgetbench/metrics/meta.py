@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from forgetbench.metrics.mia import attack_auc
+from forgetbench.metrics.mia_roc import attack_auc
 
 Direction = Literal["higher", "lower"]
 

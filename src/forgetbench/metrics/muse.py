@@ -3,7 +3,7 @@ for Language Models"), as its evaluation code (`metrics/verbmem.py`, `metrics/kn
 `metrics/logger.py`) computes them: ROUGE-L F1 (`rouge_score`, no stemmer) of a greedy
 generation against the reference, averaged over items and reported x100.
 
-PrivLeak is `forgetbench.metrics.mia.privleak` on the Min-K% (k = 40 %) AUC of the privleak
+PrivLeak is `forgetbench.metrics.mia_roc.privleak` on the Min-K% (k = 40 %) AUC of the privleak
 forget set against its holdout set (registered there as `muse/privleak`)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from forgetbench.metrics.aggregation import AGGREGATIONS
 from forgetbench.metrics.info import register_metric
-from forgetbench.metrics.mia import privleak
+from forgetbench.metrics.mia_roc import privleak
 
 # MUSE's knowmem cuts the answer before the first of these (`get_prefix_before_words_occur`): a
 # few-shot prompt invites the model to go on with the next "Question:".

@@ -1,1 +1,6 @@
-"""Presenting results: terminal tables now; HTML report and plots later."""
+"""Presenting results, from results.json (and meta_eval.json, sweep.json) alone; every number
+arrives computed (`forgetbench.rows`, `criteria`, `validity`). The terminal's tables
+(`console`, `tables`), the self-contained HTML report (`html` and its `templates/`) with its
+figures as inline SVG (`plots`, `meta_plot`, `generalisation`, `robustness`, `transfer`,
+`muse_wmdp`), the validity gates said first (`validity`), the seed papers' findings decided from
+the rows (`findings`) and the sweep's own page (`sweep`)."""

@@ -24,7 +24,7 @@ from forgetbench import rows as row_math
 from forgetbench.generalisation import MIN_GAP
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
-from forgetbench.metrics.mia import LOW_FPRS, min_nonmembers
+from forgetbench.metrics.mia_roc import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.generalisation import generalisation_bars

@@ -20,10 +20,11 @@ from forgetbench.criteria import (
     muse_met,
     wmdp_accuracy,
 )
+from forgetbench.overunlearning import OVER_PRIVLEAK, OVER_ROUGE_RATIO
 from forgetbench.report.console import _console
 from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.report.tables import format_cell, format_privleak
-from forgetbench.rows import OVER_PRIVLEAK, OVER_ROUGE_RATIO, UTILITY_RATIO, Row
+from forgetbench.rows import UTILITY_RATIO, Row
 
 MARKS = {True: "yes", False: "no", None: "—"}
 MUSE_HEAD = ["model", "step", "VerbMem forget", "KnowMem forget", "PrivLeak", "KnowMem retain",

@@ -1,6 +1,7 @@
 """The top of forgetbench: what a command runs on and how its pieces are put together.
 
-`resolve` (inputs.py) is the only place that builds or loads a study's data and models (the
-miniature's, trained and cached, or a given Hugging Face model); `evaluate_cached` (evaluate.py)
-is the only cached evaluation. The commands (`run`, `unlearn`, `sanity`, `bench`) are built from
-the two; `train/` and `eval/` below never import from here."""
+`resolve` (resolved.py) is the only place that builds or loads a study's data and models (the
+miniature's, trained and cached by `Miniature` in miniature.py, or a given Hugging Face model)
+into a `Study` (inputs.py); `evaluate_cached` (evaluate.py) is the only cached evaluation. The
+commands (`run`, `unlearn`, `sanity`, `bench`, `attack`, `sweep`, `meta-eval`) are built from the
+two; `train/` and `eval/` below never import from here."""

@@ -14,12 +14,12 @@ from forgetbench.config import RunConfig
 from forgetbench.data.tofu import load_tofu, tofu_eval_sets
 from forgetbench.eval.bench import bench_evaluation
 from forgetbench.eval.outputs import greedy_generate
-from forgetbench.eval.runner import scored_length
+from forgetbench.eval.runner import scored_length, tofu_root
 from forgetbench.io import atomic_write_json
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.modeling import load_model, resolve_template
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Miniature, miniature
+from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.train.mini import TEMPLATE
 
 
@@ -237,7 +237,7 @@ def bench_train_throughput(
             )
         tokenizer = load_tokenizer(given, trust_remote_code=config.model.trust_remote_code)
         template = resolve_template(config.model.template, tokenizer, given)
-        records = load_tofu(data, "full")
+        records = load_tofu(tofu_root(data), "full")  # the miniature's root as eval takes it
 
         def build() -> Any:
             return load_model(

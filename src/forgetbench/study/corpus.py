@@ -18,6 +18,7 @@ relative to it (MUSE's PrivLeak) are then missing, and the gates say they cannot
 from __future__ import annotations
 
 import os
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -35,8 +36,9 @@ from forgetbench.metrics import METRICS
 from forgetbench.modeling import load_tokenizer, resolve_template
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Miniature, Study, external_defaults, miniature
+from forgetbench.study.inputs import Study, external_defaults
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
+from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.unlearn import finetune_settings
@@ -213,7 +215,7 @@ def corpus_row(
     """One model's row: its scores and what the benchmark computes from them and the retain
     model's scores `retain` (`relative`, e.g. PrivLeak; None without a retain model)."""
     scores = dict(evaluated.scores)
-    scores.update(bench.relative(scores, retain))
+    scores.update(bench.relative_scores(scores, retain))
     return model_row(split, method, step, epoch, scores, evaluated, out)
 
 
@@ -242,7 +244,7 @@ def logged_retain_row(
     is the evaluation's folder, relative to the results folder as every row's."""
     folder, summary = logged
     scores = dict(summary["scores"])
-    scores.update(bench.relative(scores, scores))
+    scores.update(bench.relative_scores(scores, scores))
     log = os.path.relpath(folder, out)
     return {"split": split, "method": "retain", "step": 0, "epoch": 0.0, **scores, "log": log}
 
@@ -270,6 +272,8 @@ def run_corpus_study(
     refuse_unread_options(config, bench)
     if given_data(config) is not None:
         bench.require(Path(given_data(config)))  # type: ignore[arg-type]  # before any output
+        for note in bench.notes(Path(given_data(config))):  # type: ignore[arg-type]
+            print(f"note: {note}", file=sys.stderr)
     model = given_model(config)
     if model is None:
         # The built-in tiny models' evaluation settings (batch size), under the user's eval.*.

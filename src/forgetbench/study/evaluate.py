@@ -119,8 +119,13 @@ def eval_command(
         "config": config.model_dump(),
     }
     if documents is not None:
-        documents.require(Path(data))
         extend = document_extension(documents, retain_log, config)
+        documents.require(Path(data))
+        # What the scores were measured on, wherever the folder lies: a study given this
+        # evaluation as its retain log checks it is of the study's data (`retain_summary`).
+        info["data_digest"] = documents.digest(Path(data))
+        for note in [] if quiet else documents.notes(Path(data)):
+            print(f"note: {note}", file=sys.stderr)
         benchmark = documents.eval_layout
     else:
         extend = eval_extension(config, model, reference)
@@ -243,7 +248,34 @@ def retain_summary(
             f"evaluate the retain model again at this run's length ({ours}: eval.max_length, "
             "else train.max_length), or run at the retain model's",
         )
+    data = given_data(config)
+    if data is not None:
+        _require_same_data(bench, summary, Path(data), f"{what} {retain_log}", evaluate)
     return summary
+
+
+def _require_same_data(
+    bench: CorpusBenchmark, summary: dict[str, Any], data: Path, named: str, evaluate: str
+) -> None:
+    """The retain model's evaluation must be of the same folder's data as this run's: PrivLeak
+    against another folder's Min-K% AUC, or a gate against another folder's scores, means
+    nothing. Its summary records the data's digest; one written before digests were recorded
+    is compared by the folder it names."""
+    recorded = summary.get("data_digest")
+    if isinstance(recorded, str):
+        if recorded == bench.digest(data):
+            return
+        found = f"data whose files differ from {data}'s"
+    else:
+        theirs = summary.get("data")
+        if isinstance(theirs, str) and Path(theirs).resolve() == data.resolve():
+            return
+        found = f"the folder {theirs!r}, not {data}"
+    raise DataError(
+        f"{named} was scored on {found}: the retain model's scores must come from the "
+        f"{bench.title} data this run scores",
+        evaluate.replace("DIR", str(data)),
+    )
 
 
 def _scored_length(dumped: Any) -> int | None:
@@ -264,13 +296,21 @@ def document_extension(
     against the retain model's (MUSE's PrivLeak), from the summary.json that `forgetbench eval`
     wrote for the retain model (`--retain-log` names its folder or one of its files)."""
     retain_scores = None
+    if retain_log and bench.relative is None:
+        raise ConfigError(
+            f"forgetbench eval --benchmark {bench.name} does not use --retain-log: "
+            f"{bench.title}'s scores are accuracies of the model alone, none is computed against "
+            "a retain model's",
+            "drop --retain-log (a study's gates read it: 'forgetbench run --benchmark "
+            f"{bench.name} --retain-log DIR')",
+        )
     if retain_log:
         retain_scores = retain_summary(bench, retain_log, what="--retain-log", config=config)[
             "scores"
         ]
 
     def extend(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
-        return bench.relative(scores, retain_scores) if retain_scores is not None else {}
+        return bench.relative_scores(scores, retain_scores) if retain_scores is not None else {}
 
     return extend
 

@@ -25,8 +25,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json
 from forgetbench.metrics.meta import faithfulness, knows_direction
 from forgetbench.results import META_EVAL_FILE, MetaEval
-from forgetbench.study.attack import relearn_loop
-from forgetbench.study.inputs import Study, Variant, miniature
+from forgetbench.study.inputs import Study
 from forgetbench.study.meta_robustness import (
     QUANTISATION,
     UTILITY_KEPT,
@@ -37,7 +36,9 @@ from forgetbench.study.meta_robustness import (
     robustness_methods,
     robustness_rows,
 )
+from forgetbench.study.miniature import Variant, miniature
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
+from forgetbench.study.relearn import relearn_loop
 
 # Metric families the miniature's pools cannot judge, with the reason (meta_eval.json and the
 # report show it). A family has a declared direction (`knows_direction`) all the same, for pools

@@ -32,9 +32,10 @@ from forgetbench.metrics.meta import (
 )
 from forgetbench.modeling import load_model
 from forgetbench.rows import as_number, number
-from forgetbench.study.attack import attack_data, relearn_stage
+from forgetbench.study.attack_data import attack_data
 from forgetbench.study.evaluate import evaluate_cached
 from forgetbench.study.inputs import Study
+from forgetbench.study.relearn import relearn_stage
 from forgetbench.study.unlearn import unlearn_split
 from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.stages import inputs_key, model_fingerprint, publish_model

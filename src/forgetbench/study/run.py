@@ -20,19 +20,13 @@ from forgetbench.eval.runner import tofu_root
 from forgetbench.io import readable_alias
 from forgetbench.metrics import METRICS
 from forgetbench.rows import chosen_steps, leaderboard, leaderboard_record, seed_summary
-from forgetbench.study.attack import attack_job, attack_rows
+from forgetbench.study.attack import attack_job
+from forgetbench.study.attack_rows import attack_rows
 from forgetbench.study.corpus import run_corpus_study
 from forgetbench.study.evaluate import Evaluated, evaluate_cached
 from forgetbench.study.format_data import check_formats
 from forgetbench.study.given import given_model, is_miniature, recorded_benchmark
-from forgetbench.study.inputs import (
-    Study,
-    miniature,
-    read_shadow,
-    resolve,
-    same_data_splits,
-    shadow_candidates,
-)
+from forgetbench.study.inputs import Study
 from forgetbench.study.jobs import (
     Job,
     Shadows,
@@ -44,8 +38,12 @@ from forgetbench.study.jobs import (
     study_row,
 )
 from forgetbench.study.meta_eval import meta_evaluate
+from forgetbench.study.miniature import miniature
 from forgetbench.study.pool import make_pool, quiet_transformers, study_workers
+from forgetbench.study.resolved import resolve
 from forgetbench.study.sequence import sequence_rows
+from forgetbench.study.shadows import read_shadow, shadow_candidates
+from forgetbench.study.splits import same_data_splits
 from forgetbench.study.transfer import cross_format_rows
 from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results

@@ -15,7 +15,8 @@ from forgetbench.config import EvalConfig
 from forgetbench.eval.sanity import run_checks
 from forgetbench.modeling import build_tiny_model, save_model
 from forgetbench.study.evaluate import evaluate_cached
-from forgetbench.study.inputs import Miniature, Study
+from forgetbench.study.inputs import Study
+from forgetbench.study.miniature import Miniature
 
 REFERENCE_HIDDEN = 4096  # Llama-2-7B, TOFU's model: the random model's logit scale (random_model)
 

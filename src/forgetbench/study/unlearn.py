@@ -23,9 +23,10 @@ from forgetbench.modeling import load_tokenizer
 from forgetbench.records import QARecord, TextRecord
 from forgetbench.rows import SETTINGS
 from forgetbench.study.format_data import format_texts, split_authors
-from forgetbench.study.inputs import Study, resolve
+from forgetbench.study.inputs import Study
+from forgetbench.study.resolved import resolve
 from forgetbench.train.items import ALTERNATE_FIELDS
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop import LoopConfig, fit_per_device
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import UnlearnResult, run_unlearning
 
@@ -88,13 +89,16 @@ def resolve_method(
     if u.preset is not None:
         loop, own = unlearn_preset(u.preset, name)
         method_options = {**{k: v for k, v in method_options.items() if k in keep}, **own}
+    batch_size = u.batch_size or loop.batch_size
     loop = replace(
         loop,
         lr=u.lr or loop.lr,
         epochs=u.epochs or loop.epochs,
-        batch_size=u.batch_size or loop.batch_size,
+        batch_size=batch_size,
+        # The user's per-device size is kept (the loop refuses one that cannot divide the
+        # batch); the preset's adapts to the processes, as accumulation does.
         per_device_batch_size=u.per_device_batch_size
-        or min(loop.per_device_batch_size, u.batch_size or loop.batch_size),
+        or fit_per_device(batch_size, min(loop.per_device_batch_size, batch_size)),
         seed=config.seed,
     )
     user = dict(config.method)

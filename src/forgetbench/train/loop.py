@@ -34,7 +34,7 @@ from rich.progress import (
 from torch.utils.data import DataLoader
 
 from forgetbench.device import model_device, precision, precision_key
-from forgetbench.errors import ConfigError, ForgetbenchError
+from forgetbench.errors import ConfigError, ForgetbenchError, PluginError
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.integrity import note
 from forgetbench.train.order import epoch_generator, epoch_order, example_lengths
@@ -275,10 +275,14 @@ def train_loop(
             model.train()
             for index, batch in enumerate(loader, start=skip):
                 with accelerator.accumulate(model):
-                    if step_hook is None:
-                        loss, parts = _split_loss(loss_fn(model, batch))
-                    else:
-                        loss, parts = step_hook.backward(model, batch)
+                    try:
+                        if step_hook is None:
+                            loss, parts = _split_loss(loss_fn(model, batch))
+                        else:
+                            loss, parts = step_hook.backward(model, batch)
+                    except PluginError as exc:
+                        where = f"step {step + 1} (epoch {epoch + 1})"
+                        raise exc.at(where) from exc.__cause__
                     if not torch.isfinite(loss):
                         raise NonFiniteLoss(
                             f"loss became {loss.item()} at step {step + 1} (epoch {epoch + 1})",
@@ -388,6 +392,18 @@ def _accumulation_steps(config: LoopConfig, processes: int) -> int:
             "choose sizes so the effective batch divides evenly",
         )
     return config.batch_size // per_step
+
+
+def fit_per_device(batch_size: int, per_device: int, processes: int | None = None) -> int:
+    """A per-device batch size that a recipe set (not the user) fitted to the processes the
+    run is launched with: the largest size up to `per_device` whose multiple by the processes
+    divides `batch_size`, so the effective batch stays `batch_size` and accumulation adapts. A
+    batch that the processes do not divide keeps `per_device` (the loop then says so)."""
+    processes = _launched_processes() if processes is None else processes
+    if batch_size % processes:
+        return per_device
+    per_process = batch_size // processes
+    return max(d for d in range(1, min(per_device, per_process) + 1) if per_process % d == 0)
 
 
 def _launched_processes() -> int:

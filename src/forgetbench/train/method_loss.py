@@ -22,6 +22,7 @@ from forgetbench.methods.base import (
     UnlearnInputs,
     UnlearnMethod,
 )
+from forgetbench.methods.plugins import broken_plugin, is_builtin, plugin_call
 from forgetbench.modeling import AdaptersDisabled, forward_logits, hidden_states_at, is_lora
 from forgetbench.train.items import SCORED_KINDS
 from forgetbench.train.sharding import shard_model, sharding_requested
@@ -107,7 +108,9 @@ class MethodLoss:
         )
 
     def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        return self.method.loss(self.inputs(model, batch))
+        inputs = self.inputs(model, batch)
+        output = plugin_call(self.method, "loss", lambda: self.method.loss(inputs))
+        return checked_output(self.method, "loss", output, 2)
 
 
 class StatefulMethodLoss(MethodLoss):
@@ -121,9 +124,13 @@ class StatefulMethodLoss(MethodLoss):
         self._observed: list[dict[str, torch.Tensor]] = []
 
     def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
-        loss, parts, observed = self.method.stateful_loss(  # type: ignore[attr-defined]
-            self.inputs(model, batch), self.state
+        inputs = self.inputs(model, batch)
+        output = plugin_call(
+            self.method,
+            "stateful_loss",
+            lambda: self.method.stateful_loss(inputs, self.state),  # type: ignore[attr-defined]
         )
+        loss, parts, observed = checked_output(self.method, "stateful_loss", output, 3)
         self._observed.append({k: v.detach().float() for k, v in observed.items()})
         return loss, {**parts, **self.state}  # the state this step used, in the log
 
@@ -146,6 +153,42 @@ class StatefulMethodLoss(MethodLoss):
         saved = state.get("method_state")
         if saved is not None:
             self.state = {k: float(v) for k, v in saved.items()}
+
+
+def checked_output(method: UnlearnMethod, part: str, output: Any, length: int) -> Any:
+    """A plugin's `part` output checked against the contract: a scalar tensor to minimise and
+    its named parts as floats (a stateful loss adds its observed tensors). Without this a
+    Python float fails inside the loop as forgetbench's own error."""
+    if is_builtin(type(method)):
+        return output
+    shape = "(scalar tensor, {name: float})" if length == 2 else (
+        "(scalar tensor, {name: float}, {name: tensor})"
+    )  # fmt: skip
+    if not (isinstance(output, tuple) and len(output) == length):
+        raise broken_plugin(method, f"{part}() returned {_kind(output)}, not a tuple {shape}")
+    loss, parts = output[0], output[1]
+    if not (isinstance(loss, torch.Tensor) and loss.dim() == 0 and loss.is_floating_point()):
+        raise broken_plugin(
+            method,
+            f"{part}() returned {_kind(loss)} as its loss, not a scalar float tensor "
+            "(return the tensor the loss was computed as, not its .item())",
+        )
+    if not isinstance(parts, dict):
+        raise broken_plugin(method, f"{part}() returned {_kind(parts)} as its parts, not a dict")
+    for name, value in parts.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise broken_plugin(
+                method,
+                f"{part}() returned {_kind(value)} for part '{name}', not a float (the parts go "
+                "into the run's log: use tensor.item())",
+            )
+    return output
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} ({value.dtype})"
+    return f"{type(value).__name__} {value!r}"[:120]
 
 
 def method_loss(method: UnlearnMethod, model: Any) -> tuple[MethodLoss, TwoTaskStep | None]:

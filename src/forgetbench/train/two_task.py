@@ -33,6 +33,7 @@ import torch
 
 from forgetbench.methods._terms import global_grad_norm
 from forgetbench.methods.base import TwoTaskMethod, UnlearnInputs
+from forgetbench.methods.plugins import plugin_call
 
 
 class TwoTaskStep:
@@ -54,7 +55,10 @@ class TwoTaskStep:
     # --- StepHook ---------------------------------------------------------------------------
 
     def backward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
-        forget, retain = self.method.task_losses(self.inputs_fn(model, batch))
+        inputs = self.inputs_fn(model, batch)
+        forget, retain = plugin_call(
+            self.method, "task_losses", lambda: self.method.task_losses(inputs)
+        )
         logged = (retain - forget).detach()  # GradDiff's objective, for the log only
         parts = {"forget_nll": forget.item(), "retain_nll": retain.item()}
         if not torch.isfinite(logged):

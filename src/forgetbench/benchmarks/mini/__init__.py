@@ -1,11 +1,16 @@
 """The built-in miniature benchmark: a seeded, offline generator of a TOFU-shaped world.
 
-`generate_mini(out, scale=..., seed=...)` writes fictitious authors in TOFU's file layout (with
-paraphrased and perturbed answers, forget/retain/holdout and instance-level splits), Real Authors
-and World Facts sets of real facts, the five data-transformation formats, LUME-shaped stories and
-PII biographies, a pretraining corpus, and MUSE- and WMDP-shaped miniatures in their released
-layouts (`muse/news/`, `wmdp/`; `write_released(out, "muse"|"wmdp")` writes one alone);
-`mini_stats(out)` counts what is there. No network, no LLM: only `random.Random(seed)` and the hand-written tables in `tables/`. See docs/mini.md.
+`generate_mini(out, scale=..., seed=...)` (`generate`) writes fictitious authors in TOFU's file
+layout (`tofu_layout`: paraphrased and perturbed answers, forget/retain/holdout and
+instance-level splits), the generalisation probes of each forget split (`probes`), Real Authors
+and World Facts sets of real facts (`background`), the five data-transformation formats
+(`formats`), LUME-shaped stories and PII biographies (`lume_layout`), a pretraining corpus
+(`corpus`), and MUSE- and WMDP-shaped miniatures in their released layouts (`released`:
+`muse/news/`, `wmdp/`; `write_released(out, "muse"|"wmdp")` writes one alone). They all read one
+`world` (the authors and their questions, asked through `relations`, about people drawn by
+`people`); `read` reads a generated folder back and `mini_stats(out)` counts what is there;
+`scales` holds one `Scale` record per `--scale`. No network, no LLM: only `random.Random(seed)`
+and the hand-written tables in `tables/`. See docs/mini.md.
 """
 
 from forgetbench.benchmarks.mini.generate import (

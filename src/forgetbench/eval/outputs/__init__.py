@@ -2,8 +2,9 @@
 
 `scoring` (teacher-forced answer statistics, `statistics`), `generation` (greedy) and
 `prefix_cache` (a shared prompt prefix encoded once) are the fast path; `naive` is the reference
-it is checked against. `forgetbench.eval.backend` serves evaluation requests with them.
-"""
+it is checked against; `gradnorm` (per-item weight-gradient norms, the one output that needs a
+backward pass) serves the gradient-norm attack. `forgetbench.eval.backend` serves evaluation
+requests with them."""
 
 from forgetbench.eval.outputs.generation import greedy_generate
 from forgetbench.eval.outputs.gradnorm import gradient_norms

@@ -14,7 +14,7 @@ from forgetbench.errors import DataError
 from forgetbench.eval.outputs import AnswerScore
 from forgetbench.eval.requests import UNSET_SCORED_LENGTH, GradNorm, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
-from forgetbench.metrics import aggregate, gradnorm, mia
+from forgetbench.metrics import aggregate, gradnorm, mia, mia_roc, mia_shadow
 
 
 def attack_scores(
@@ -46,7 +46,7 @@ def attack_scores(
 
 class MembershipTask:
     """Scores `{prefix}/{attack}` (AUC), `{prefix}/{attack}/tpr@1%fpr` and `.../tpr@0.1%fpr`
-    (None when there are too few non-members, see `mia.tpr_at_fpr`), `{prefix}/members` and
+    (None when there are too few non-members, see `mia_roc.tpr_at_fpr`), `{prefix}/members` and
     `{prefix}/nonmembers` (the counts) and per-item logs (`member` and each attack's score) for
     (prompt, answer) pairs whose answers are scored. `add_eos` and `max_length` as in `Score`.
     With `gradnorm_p`, also the gradient-norm attack (`{prefix}/gradnorm`, a backward pass per
@@ -98,7 +98,7 @@ class MembershipTask:
         items = rows["mia"]
         members = [row for row in items if row["member"]]
         nonmembers = [row for row in items if not row["member"]]
-        # The counts say which low FPRs the TPRs below could resolve (`mia.min_nonmembers`).
+        # The counts say which low FPRs the TPRs below could resolve (`mia_roc.min_nonmembers`).
         scores: dict[str, Any] = {
             f"{self.prefix}/members": len(members),
             f"{self.prefix}/nonmembers": len(nonmembers),
@@ -107,7 +107,7 @@ class MembershipTask:
             inside = [row[name] for row in members]
             outside = [row[name] for row in nonmembers]
             scores[f"{self.prefix}/{name}"] = aggregate(f"mia/{name}", inside, outside)
-            for suffix, fpr in mia.LOW_FPRS.items():
+            for suffix, fpr in mia_roc.LOW_FPRS.items():
                 scores[f"{self.prefix}/{name}/{suffix}"] = aggregate(
                     f"mia/{suffix}", inside, outside, fpr
                 )
@@ -173,7 +173,7 @@ def relative_membership(
     prefix: str = "mia",
 ) -> dict[str, Any]:
     """The attacks that need other models' per-item MIA logs (`MembershipTask`'s rows, members
-    first), each as an AUC and TPRs at low FPR (`mia.attack_summary`):
+    first), each as an AUC and TPRs at low FPR (`mia_roc.attack_summary`):
 
     - `{prefix}/reference`: the item's LOSS score (mean answer-token log-prob) minus
       `reference_items`' (a retain model's) on the same item;
@@ -187,7 +187,7 @@ def relative_membership(
     out: dict[str, Any] = {}
 
     def summary(name: str, scores: np.ndarray) -> None:
-        out.update(mia.attack_summary(f"{prefix}/{name}", scores[member], scores[~member]))
+        out.update(mia_roc.attack_summary(f"{prefix}/{name}", scores[member], scores[~member]))
 
     def aligned(other: Sequence[Mapping[str, Any]], what: str) -> np.ndarray:
         if [bool(row["member"]) for row in other] != member.tolist():
@@ -208,6 +208,6 @@ def relative_membership(
             )
         scores = np.stack([aligned(log, f"shadow model {i}") for i, log in enumerate(shadow_items)])
         masks = np.array(shadow_members, dtype=bool)
-        summary("lira", mia.lira_score(target, scores, masks))
-        summary("rmia", mia.rmia_score(target, scores, gamma=gamma))
+        summary("lira", mia_shadow.lira_score(target, scores, masks))
+        summary("rmia", mia_shadow.rmia_score(target, scores, gamma=gamma))
     return out

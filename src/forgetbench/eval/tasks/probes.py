@@ -8,6 +8,7 @@ in TOFU's layout that holds `forgetNN_{kind}_perturbed.json` files is probed the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from forgetbench.data.logs import SetLog
@@ -24,6 +25,15 @@ PREFIX = "probes/"  # every score's key: probes/{kind}/{metric}
 def probe_file(split: str, kind: str) -> str:
     """The TOFU-layout split holding the `kind` probes of forget split `split`."""
     return f"{split}_{kind}_perturbed"
+
+
+def probe_kinds_in(tofu: Path, split: str) -> list[str]:
+    """The probe kinds with a non-empty file for `split` in the TOFU-layout folder `tofu`."""
+    return [
+        kind
+        for kind in PROBE_KINDS
+        if (path := tofu / f"{probe_file(split, kind)}.json").is_file() and path.stat().st_size > 0
+    ]
 
 
 class ProbesTask(TofuTask):
@@ -64,12 +74,12 @@ def probes_task(setup: EvalSetup) -> ProbesTask | None:
     no file, or an empty one (no retain author shares a fact), is left out."""
     if setup.benchmark == "lume" or not setup.eval_config.probes:
         return None
-    sets = {}
-    for kind in PROBE_KINDS:
-        path = setup.tofu / f"{probe_file(setup.split, kind)}.json"
-        if path.is_file() and path.stat().st_size > 0:
-            records = load_tofu(setup.tofu, probe_file(setup.split, kind))
-            sets[kind] = first_questions(records, setup.eval_config.max_questions)
+    sets = {
+        kind: first_questions(
+            load_tofu(setup.tofu, probe_file(setup.split, kind)), setup.eval_config.max_questions
+        )
+        for kind in probe_kinds_in(setup.tofu, setup.split)
+    }
     if not sets:
         return None
     return ProbesTask(

@@ -6,7 +6,7 @@ then compares every per-question number both write and the summary scores both r
 max absolute difference per quantity and the questions differing by more than --tol; exits 1 if
 anything differs. Nothing of open-unlearning is imported here: it runs in a subprocess.
 
-    .venv/bin/python scripts/parity_open_unlearning.py --model RUN/models/finetune-*/model \
+    .venv/bin/python scripts/parity/parity_open_unlearning.py --model RUN/models/finetune-*/model \
         [--retain-model RUN/models/retain-retain90-*/model] --data RUN/data \
         --ou-root /work/ou/src --ou-python /work/ou/venv/bin/python --out /tmp/parity
     # existing outputs only:  ... --out /tmp/parity --skip-forgetbench --ou-log /tmp/parity/ou/TOFU_EVAL.json

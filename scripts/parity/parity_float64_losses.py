@@ -4,12 +4,12 @@ forgetbench's value is the engine's `MethodLoss` in float32 (the open_unlearning
 the reference is open-unlearning's formula (its trainers' `compute_loss`, written here from
 src/trainer/unlearn/*.py at d3d7cf9, as tests/methods/test_reference_formulas.py writes them) on
 the same model converted to float64, and the same formula in float32 shows what open-unlearning's
-own code gives. The batch and reference model are those of scripts/parity_open_unlearning_train.py
-(its first 1 and 8 forget items, each with its retain partner, refusal and alternate answer; the
+own code gives. The batch and reference model are those of
+scripts/parity/parity_open_unlearning_train.py (its first 1 and 8 forget items, each with its retain partner, refusal and alternate answer; the
 finetuned model's pretrained parent as reference). PDU's flattening term is read at the positions
 that predict the answer tokens, forgetbench's choice (docs/methods.md). Results: docs/parity.md.
 
-    .venv/bin/python scripts/parity_float64_losses.py --model RUN/models/finetune-*/model \\
+    .venv/bin/python scripts/parity/parity_float64_losses.py --model RUN/models/finetune-*/model \\
         --reference RUN/models/pretrain-*/model --data RUN/data
 """
 

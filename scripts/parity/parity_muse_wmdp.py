@@ -1,8 +1,8 @@
 """Parity harness: forgetbench's MUSE and WMDP tasks beside MUSE's own metric code, open-unlearning's
 MIA attacks and lm-evaluation-harness's `wmdp` template, on one tiny model trained here (~10 s).
 
-    .venv/bin/python scripts/parity_muse_wmdp.py --muse-repo MUSE_CHECKOUT --ou-repo OU_CHECKOUT \
-        --extra-path DIR_WITH_OMEGACONF --out /tmp/parity-muse
+    .venv/bin/python scripts/parity/parity_muse_wmdp.py --muse-repo MUSE_CHECKOUT \
+        --ou-repo OU_CHECKOUT --extra-path DIR_WITH_OMEGACONF --out /tmp/parity-muse
 
 Nothing of the references is copied into this repository: at run time, MUSE's
 `metrics/{verbmem,knowmem,privleak,logger}.py` and open-unlearning's `src/evals/metrics/mia/*.py`,
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests")]
+sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "tests")]
 from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import MuseTask, knowmem_prompt, privleak_scores

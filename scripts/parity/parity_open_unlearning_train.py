@@ -2,8 +2,8 @@
 
 Two checks, forgetbench under `--preset open_unlearning` (the options that preset gives each method)
 and open-unlearning (OU) from its own checkout and virtual environment, run as a subprocess
-(`scripts/parity_open_unlearning_train_ou.py`, which imports OU's trainer classes and builds each
-with the method_args of OU's own `configs/trainer/<Handler>.yaml`):
+(`scripts/parity/parity_open_unlearning_train_ou.py`, which imports OU's trainer classes and
+builds each with the method_args of OU's own `configs/trainer/<Handler>.yaml`):
 
 1. Loss on one batch: the first 8 forget items of forgetbench's unlearning plan (each with its
    retain partner, refusal and alternate answer; unequal answer lengths) at B = 1 (the first item)
@@ -17,8 +17,9 @@ with the method_args of OU's own `configs/trainer/<Handler>.yaml`):
    is saved; OU's trainer `train()` (HF 4.45's loop) then runs over exactly those micro-batches in
    that order. Compared: each step's mean micro-batch loss, and the final weights.
 
-    .venv/bin/python scripts/parity_open_unlearning_train.py --model RUN/models/finetune-*/model \
-        --data RUN/data --out /tmp/parity-train [--methods npo rmu ...] [--lr 1e-5 1e-3]
+    .venv/bin/python scripts/parity/parity_open_unlearning_train.py \
+        --model RUN/models/finetune-*/model --data RUN/data --out /tmp/parity-train \
+        [--methods npo rmu ...] [--lr 1e-5 1e-3]
 
 Adaptations (why each): OU's `load_trainer_args` divides by torch.cuda.device_count(), zero on a
 CPU, so the warm-up steps are passed as its formula gives them for one device; its optimizer

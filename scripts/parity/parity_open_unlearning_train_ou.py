@@ -1,7 +1,8 @@
-"""open-unlearning's side of scripts/parity_open_unlearning_train.py: run ONLY by open-unlearning's
-own interpreter (its virtual environment, transformers 4.45), never imported by forgetbench.
+"""open-unlearning's side of scripts/parity/parity_open_unlearning_train.py: run ONLY by
+open-unlearning's own interpreter (its virtual environment, transformers 4.45), never imported by
+forgetbench.
 
-    OU_PYTHON scripts/parity_open_unlearning_train_ou.py SPEC.json
+    OU_PYTHON scripts/parity/parity_open_unlearning_train_ou.py SPEC.json
 
 SPEC.json (written by the forgetbench side) names open-unlearning's checkout, the model folder, a
 .pt file of batches and the cases to run; this script imports open-unlearning's trainer classes

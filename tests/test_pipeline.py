@@ -166,6 +166,12 @@ def test_one_process_gives_the_numbers_of_the_worker_pool(study, tmp_path):
 
     for part in ("data", "models"):
         shutil.copytree(study / part, tmp_path / part)
+    # The references' evaluations, shadow scores and attacks are reused (the same code path as
+    # NPO's, which this process unlearns, evaluates and attacks again): NPO's rows are the check.
+    for part in ("logs/forget10/retain", "logs/forget10/finetuned", "logs/forget10/base",
+                 "logs/forget10/shadows", "attacks/forget10/retain", "attacks/forget10/finetuned",
+                 "mia"):  # fmt: skip
+        shutil.copytree(study / part, tmp_path / part)
     # One method beside the references: the pool's numbers, not every method's, are the point.
     argv = ["run", *ARGS, "--methods", "npo", "study.workers=1", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path)]) == 0

@@ -28,6 +28,7 @@ METRIC_MODULES = (
     "muse",
     "gradnorm",
     "wmdp",
+    "rwku",
     "degeneracy",
 )
 # Public functions of the metric modules that compute no reported metric themselves: the per-item
@@ -52,6 +53,8 @@ HELPERS = {
     "muse": {"cut_at_stop_strings", "privleak_scores"},  # PrivLeak against a retain model
     "gradnorm": set(),
     "wmdp": set(),
+    # the answer RWKU scores, its level and attack means, and fluency's per-text pieces
+    "rwku": {"rwku_prediction", "probe_scores", "ngram_entropy", "word_tokens"},
     "degeneracy": {"distinct_ngrams", "is_degenerate"},  # one text's measure and verdict
 }
 # Registered after the golden files were written: metrics of new row keys, no number of theirs.
@@ -69,7 +72,7 @@ def test_every_metric_of_the_results_rows_is_registered_with_a_direction():
     # (a new version would be a change of numbers, which the golden check would also catch).
     assert GOLDEN, "no golden results in tests/golden"
     versions = json.loads(GOLDEN[0].read_text())["metric_versions"]
-    assert len(versions) == 32
+    assert len(versions) == 44
     registered = {name: m.version for name, m in METRICS.items()}
     assert {k: v for k, v in registered.items() if k not in ADDED_SINCE_GOLDEN} == versions
     assert set(registered) >= ADDED_SINCE_GOLDEN

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.logs import SET_FILES, EvalLog
 from forgetbench.device import (
     matmul_peak_flop_per_s,

@@ -26,6 +26,7 @@ from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.metrics.mia_roc import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
+from forgetbench.report.figure import slug
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.generalisation import generalisation_bars
 from forgetbench.report.meta_plot import meta_eval_plot
@@ -313,7 +314,7 @@ def _figures(rows: Sequence[row_math.Row]) -> tuple[dict[str, PlotGroup], list[s
             if split not in drawable:
                 notes.append(f"{title} on {split}: omitted, results.json has no {missing} for it.")
                 continue
-            figure_id = _unique(f"{kind}-{plots.slug(split)}", used)
+            figure_id = _unique(f"{kind}-{slug(split)}", used)
             # The one string not escaped: matplotlib writes the SVG and escapes the text in it
             # (method and split names included), which tests/report checks with hostile names.
             drawn = frozenset(

@@ -22,7 +22,7 @@ from forgetbench.criteria import (
 )
 from forgetbench.overunlearning import OVER_PRIVLEAK, OVER_ROUGE_RATIO
 from forgetbench.report.console import _console
-from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.report.tables import format_cell, format_privleak
 from forgetbench.rows import UTILITY_RATIO, Row
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import corpus_benchmark
-from forgetbench.config import FORGET_SPLITS, RunConfig, retain_split_for
+from forgetbench.config import RunConfig
+from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.data.logs import EvalLog, SetLog, match_questions, read_eval_log
 from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.benchmarks.corpus import corpus_benchmark
-from forgetbench.config import RunConfig, retain_split_for
+from forgetbench.config import RunConfig
+from forgetbench.config_names import retain_split_for
 from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError

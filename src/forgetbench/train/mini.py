@@ -24,7 +24,7 @@ from transformers import AutoTokenizer
 
 from forgetbench.benchmarks.mini.scales import MINI_LR, get_scale
 from forgetbench.cache import shared_entry
-from forgetbench.config import TrainConfig
+from forgetbench.config_sections import TrainConfig
 from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
@@ -77,7 +77,7 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         weight_decay=0.01,
         seed=seed,
     )
-    # Documents (MUSE, WMDP): a dozen articles of ~300 tokens, a few full-context chunks, so
+    # Documents (MUSE, WMDP): a dozen articles of 130-490 tokens, a few full-context chunks, so
     # batches of 4 and many epochs until the model reproduces them (docs/muse.md).
     documents = replace(
         pretrain,

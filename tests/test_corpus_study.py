@@ -117,7 +117,16 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
     assert checks[2]["status"] == "fail" and "forget/utility" in results["validity"]["failed"]
     assert (run / "results.csv").is_file()
     # The report draws no TOFU leaderboard from rows without TOFU's scores.
-    assert 'id="leaderboard"' not in (run / "report.html").read_text()
+    page = (run / "report.html").read_text()
+    assert 'id="leaderboard"' not in page
+    # Examples (study.examples: 3 KnowMem answers of the finetuned and the final model), the
+    # settings each model trained with, and PrivLeak's resolution beside the criteria.
+    shown = {(e["method"], e["step"]) for e in results["examples"]}
+    assert shown == {("finetuned", 0), ("npo", rows[-1]["step"])}
+    assert len(results["examples"]) == 6 and all(e["question"] for e in results["examples"])
+    assert "results.json has no examples" not in page and "Settings in force" in page
+    assert rows[-1]["settings/unlearn_preset"] == "muse" and rows[-1]["settings/unlearn_lr"] > 0
+    assert "PrivLeak&#39;s resolution here" in page or "PrivLeak's resolution here" in page
 
 
 @pytest.mark.slow

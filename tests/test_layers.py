@@ -70,7 +70,7 @@ LAYERS = (
     ("io", "registry", "records", "device_names"),
     # torch placement and profiles; the typed config reads only device_names
     ("device", "profiling"),
-    ("methods", "metrics", "data", "attacks", "results", "cache", "intervals"),
+    ("methods", "metrics", "data", "attacks", "results", "cache", "intervals", "overunlearning"),
     # The config layer, lowest first: the names a config accepts (method names checked against
     # the method registry), one model's run's sections, the study's sections, then `RunConfig`
     # and how a config is loaded.

@@ -159,6 +159,8 @@ class Miniature:
             benchmark="mini",
             shadows=shadows or {},
             finetune_lr=self.finetune_loop().lr,
+            finetune_loop=self.finetune_loop(),
+            unlearn_preset="mini",
         )
 
     def recipe(self) -> tuple[int, float]:

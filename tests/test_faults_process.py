@@ -340,3 +340,18 @@ def test_ctrl_c_reaching_an_idle_worker_leaves_the_pool_whole(tmp_path):
     finally:
         pool.shutdown(cancel_futures=True)
     assert not (tmp_path / "after").exists()
+
+
+def test_pool_workers_see_the_parents_environment_as_it_is_now(monkeypatch):
+    # Workers are forks of a fork server started once per process: what they see of the
+    # environment must be the parent's at the pool's start (the cache, device and precision a
+    # command sets), not the server's from whenever it started.
+    values = []
+    for value in ("first", "second"):
+        monkeypatch.setenv("FORGETBENCH_POOL_PROBE", value)
+        pool = make_pool(2)
+        try:
+            values.append(pool.submit(os.getenv, "FORGETBENCH_POOL_PROBE").result(timeout=120))
+        finally:
+            pool.shutdown()
+    assert values == ["first", "second"]

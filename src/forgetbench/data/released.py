@@ -110,16 +110,23 @@ def survey(
         try:
             rows.append({"file": found.relative_to(folder).as_posix(), **read(found, file)})
         except DataError as exc:
-            malformed.append(f"{found.relative_to(folder).as_posix()} ({_reason(exc, found)})")
+            malformed.append(
+                f"{found.relative_to(folder).as_posix()} ({failure_reason(exc, found)})"
+            )
+    return rows, survey_problems(missing, malformed)
+
+
+def survey_problems(missing: list[str], malformed: list[str]) -> list[str]:
+    """A survey's findings as the clauses of its one sentence: what is missing, what is malformed."""
     problems = []
     if missing:
         problems.append(f"missing {', '.join(missing)}")
     if malformed:
         problems.append(f"malformed {'; '.join(malformed)}")
-    return rows, problems
+    return problems
 
 
-def _reason(exc: DataError, file: Path) -> str:
+def failure_reason(exc: DataError, file: Path) -> str:
     # The loaders name the file by its path; the survey names it once, relative to the folder.
     return exc.what.replace(str(file), "").lstrip(" :") or exc.what
 

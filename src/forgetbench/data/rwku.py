@@ -26,10 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.data.released import (
+    failure_reason,
     is_hub_id,
     problems_error,
     require_folder,
     string_field,
+    survey_problems,
 )
 from forgetbench.data.tofu import load_hub_rows
 from forgetbench.errors import DataError, UnknownNameError
@@ -334,7 +336,7 @@ def rwku_stats(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         try:
             target = _target_of_folder(d)
         except DataError as exc:
-            malformed.append(f"{rel(intro)} ({_reason(exc, intro)})")
+            malformed.append(f"{rel(intro)} ({failure_reason(exc, intro)})")
             continue
         for entry in FILES.values():
             file = d / f"{entry.stem}.json"
@@ -345,7 +347,7 @@ def rwku_stats(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
             try:
                 records = [target] if entry.stem == "intro" else load_rwku(d, target, entry.stem)
             except DataError as exc:
-                malformed.append(f"{rel(file)} ({_reason(exc, file)})")
+                malformed.append(f"{rel(file)} ({failure_reason(exc, file)})")
                 continue
             count = totals.setdefault(entry.stem, Counter())
             count.update(targets=1, items=len(records),
@@ -354,17 +356,7 @@ def rwku_stats(folder: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     rows = [{"file": f"{stem}.json", "kind": "", **counts} for stem, counts in totals.items()]
     rows += [{"file": "forget_level3.json", "kind": k, "targets": None, "items": n,
               "characters": None} for k, n in sorted(kinds.items())]  # fmt: skip
-    problems = []
-    if missing:
-        problems.append(f"missing {', '.join(missing)}")
-    if malformed:
-        problems.append(f"malformed {'; '.join(malformed)}")
-    return rows, problems
-
-
-def _reason(exc: DataError, file: Path) -> str:
-    # The loaders name the file by its path; the survey names it once, relative to the folder.
-    return exc.what.replace(str(file), "").lstrip(" :") or exc.what
+    return rows, survey_problems(missing, malformed)
 
 
 RWKU_HINT = (

@@ -59,7 +59,7 @@ demo: $(CORE_STAMP)
 test: install
 	@# The browser test renders the HTML report in Debian's Chromium; as root, install it if missing.
 	@test -x /usr/bin/chromium || [ "$$(id -u)" != 0 ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 # Only the whole tiny study through `forgetbench run` (every method, every metric, report).
 test-study: install

@@ -131,7 +131,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # Where the suite's CPU goes (docs/development.md, "The suite's budget"): with FORGETBENCH_TEST_CPU
 # set to a folder, each process writes the CPU seconds of every test file — its own and those of
-# the processes it started and waited for (study pools, command-line and torchrun subprocesses) —
+# the processes it started and waited for (command-line and torchrun subprocesses; a study pool's
+# workers are the fork server's children, not counted) —
 # so that a busy machine's wall clock does not hide which files cost the most.
 _CPU_LOG = os.environ.get("FORGETBENCH_TEST_CPU")
 _cpu_by_file: dict[str, float] = {}

@@ -24,10 +24,14 @@ from typing import Any
 GOLDEN_DIR = Path(__file__).parent / "golden"
 TOLERANCE = 1e-6
 # Run-specific, not results: when and where it ran, how long it took.
-VOLATILE = ("created", "git_sha", "timings", "model", "workers", "forgetbench_version")
+VOLATILE = ("created", "git_sha", "timings", "model", "workers", "forgetbench_version", "reused")
 # Keys added after the golden files were written (the generalisation probes' scores and their
-# option): a run may have them where a file does not; every number a file holds is still compared.
-ADDED = re.compile(r"probes(/|$)")
+# option; each row's settings, held-out forget quality and degenerate share; the leaderboard):
+# a run may have them where a file does not; every number a file holds is still compared.
+ADDED = re.compile(
+    r"(probes|settings|forget_quality)/|probes$|(forget/)?degenerate$"
+    r"|forget_quality_held_out$|leaderboard$"
+)
 
 
 def frozen(results: dict[str, Any]) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def test_bad_files(tmp_path):
 
 def _float_keys() -> list[str]:
     from forgetbench.config import RunConfig
-    from forgetbench.options import _fields
+    from forgetbench.options.reference import _fields
 
     return [key for key, info in _fields(RunConfig) if info.annotation in (float, float | None)]
 

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
@@ -19,10 +20,11 @@ from forgetbench.cli import main
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
 from forgetbench.metrics.mia_roc import privleak
-from forgetbench.modeling import PromptTemplate, encode_chunk
+from forgetbench.modeling import PromptTemplate, encode_chunk, load_model
 from forgetbench.records import TextRecord
 from forgetbench.study.requests import shared_runs
 from forgetbench.train.items import build_items
+from muse_reference import forget_holdout_auc, knowmem_rouge, min_k_40, verbmem_item
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +117,51 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
     assert checks[2]["status"] == "fail" and "forget/utility" in results["validity"]["failed"]
     assert (run / "results.csv").is_file()
     # The report draws no TOFU leaderboard from rows without TOFU's scores.
-    assert 'id="leaderboard"' not in (run / "report.html").read_text()
+    page = (run / "report.html").read_text()
+    assert 'id="leaderboard"' not in page
+    # Examples (study.examples: 3 KnowMem answers of the finetuned and the final model), the
+    # settings each model trained with, and PrivLeak's resolution beside the criteria.
+    shown = {(e["method"], e["step"]) for e in results["examples"]}
+    assert shown == {("finetuned", 0), ("npo", rows[-1]["step"])}
+    assert len(results["examples"]) == 6 and all(e["question"] for e in results["examples"])
+    assert "results.json has no examples" not in page and "Settings in force" in page
+    assert rows[-1]["settings/unlearn_preset"] == "muse" and rows[-1]["settings/unlearn_lr"] > 0
+    assert "PrivLeak&#39;s resolution here" in page or "PrivLeak's resolution here" in page
+
+
+@pytest.mark.slow
+def test_the_miniature_fits_the_model_so_muses_code_scores_what_the_study_scored(muse_study):
+    """MUSE's code feeds every text whole, ours cuts one to the model's positions: on the
+    miniature nothing is cut, so MUSE's procedures (tests/muse_reference.py) on the study's
+    finetuned model give its generations, Min-40% values and scores."""
+    run, results = muse_study
+    news = run / "data" / "muse" / "news"
+    (folder,) = run.glob("models/*muse-finetune*/model")
+    model, tokenizer = load_model(folder, device="cpu")
+    positions = model.config.max_position_embeddings
+    verbmem = json.loads((news / "verbmem" / "forget.json").read_text())
+    docs = {s: json.loads((news / "privleak" / f"{s}.json").read_text()) for s in ("forget", "holdout")}  # fmt: skip
+    qa = json.loads((news / "knowmem" / "forget_qa.json").read_text())
+    shots = json.loads((news / "knowmem" / "forget_qa_icl.json").read_text())
+    general = "".join(f"Question: {d['question']}\nAnswer: {d['answer']}\n\n" for d in shots)
+    length = lambda text: len(tokenizer(text)["input_ids"])  # noqa: E731 (BOS included)
+    # Every text and its generated tokens within the tiny model's 256 positions.
+    assert max(length(r["prompt"]) for r in verbmem) + 128 <= positions
+    assert max(length(t) for texts in docs.values() for t in texts) <= positions
+    assert max(length(f"{general}Question: {d['question']}\nAnswer: ") for d in qa) + 32 <= positions  # fmt: skip
+
+    logs = json.loads((run / "logs/forget/finetuned/step-0/extra_log.json").read_text())["muse"]
+    finetuned = results["rows"][1]
+    reference = [verbmem_item(model, tokenizer, row) for row in verbmem]
+    assert [r["generation"] for r in logs["verbmem_f"]] == [g for g, _ in reference]
+    assert finetuned["muse/verbmem_f"] == pytest.approx(np.mean([v for _, v in reference]) * 100, abs=1e-4)  # fmt: skip
+    knowmem = [knowmem_rouge(model, tokenizer, shots, d) for d in qa]
+    assert finetuned["muse/knowmem_f"] == pytest.approx(np.mean(knowmem) * 100, abs=1e-4)
+    theirs = {s: [min_k_40(model, tokenizer, t) for t in texts] for s, texts in docs.items()}
+    ours = [-row["min_k"] for row in logs["privleak"]]
+    assert ours == pytest.approx(theirs["forget"] + theirs["holdout"], abs=1e-4)
+    auc = forget_holdout_auc(theirs["forget"], theirs["holdout"])
+    assert finetuned["muse/mia/min_k"] == pytest.approx(1 - auc, abs=1e-4)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ trained (the expensive entry points are tripwires)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -394,26 +394,42 @@ def test_probes_asked_for_on_data_without_probe_files_are_refused(capsys, tmp_pa
 
 def test_a_recipes_per_device_batch_fits_the_processes_a_users_does_not(monkeypatch):
     # torchrun with 2 processes: the miniature's recipe (16 a step, 16 a device) would need 32
-    # a step; the recipe's per-device size adapts, as accumulation does, the effective batch
-    # staying 16. One the user set is kept, and the loop refuses it if it cannot divide.
+    # a step; the recipe's per-device size adapts in the loop, as accumulation does, the
+    # effective batch staying 16, and the stage keeps its one-process key (a torchrun launch
+    # reuses the models a one-process run trained). One the user set is kept, and the loop
+    # refuses it if it cannot divide.
     from forgetbench.study.unlearn import resolve_method
-    from forgetbench.train.loop import _accumulation_steps, fit_per_device
+    from forgetbench.train.loop import _accumulation_steps, config_key, fit_per_device, train_loop
     from forgetbench.train.mini import mini_recipe
 
     assert [fit_per_device(16, 16, n) for n in (1, 2, 3, 4, 32)] == [16, 8, 16, 4, 16]
     assert fit_per_device(32, 4, 2) == 4 and fit_per_device(12, 8, 2) == 6
+    one_process = config_key(mini_recipe("tiny").finetune)
     monkeypatch.setenv("WORLD_SIZE", "2")
     recipe = mini_recipe("tiny")
+    assert config_key(recipe.finetune) == one_process
     for loop in (recipe.pretrain, recipe.finetune, recipe.documents):
-        assert loop.per_device_batch_size * 2 * _accumulation_steps(loop, 2) == loop.batch_size
-    assert (recipe.pretrain.batch_size, recipe.pretrain.per_device_batch_size) == (16, 8)
+        assert loop.fit_per_device
+        fitted = fit_per_device(loop.batch_size, loop.per_device_batch_size, 2)
+        assert (
+            fitted * 2 * _accumulation_steps(replace(loop, per_device_batch_size=fitted), 2)
+            == loop.batch_size
+        )
+    assert fit_per_device(recipe.pretrain.batch_size, recipe.pretrain.per_device_batch_size, 2) == 8
     train = load_config(None, ["train.batch_size=8"]).train
-    assert mini_finetune_config("tiny", train=train)[0].per_device_batch_size == 4
+    loop = mini_finetune_config("tiny", train=train)[0]
+    assert (loop.per_device_batch_size, loop.fit_per_device) == (8, True)
+    train = load_config(None, ["train.batch_size=8", "train.per_device_batch_size=8"]).train
+    assert not mini_finetune_config("tiny", train=train)[0].fit_per_device
     config = load_config(None, ["unlearn.batch_size=6"])
     loop, _ = resolve_method(config, "npo", recipe.finetune, {})
-    assert (loop.batch_size, loop.per_device_batch_size) == (6, 3)
+    assert (loop.batch_size, loop.fit_per_device) == (6, True)
+    assert fit_per_device(loop.batch_size, loop.per_device_batch_size, 2) == 3
     config = load_config(None, ["unlearn.batch_size=6", "unlearn.per_device_batch_size=6"])
     loop, _ = resolve_method(config, "npo", recipe.finetune, {})
-    assert loop.per_device_batch_size == 6
+    assert loop.per_device_batch_size == 6 and not loop.fit_per_device
     with pytest.raises(ConfigError, match="not a multiple of per_device_batch_size x processes"):
         _accumulation_steps(loop, 2)
+    # The loop itself fits a recipe's size (and refuses the user's) before it trains anything.
+    with pytest.raises(ConfigError, match="not a multiple of per_device_batch_size x processes"):
+        train_loop(None, [], loss_fn=lambda *a: None, collate_fn=list, config=loop, out_dir="x")

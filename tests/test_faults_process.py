@@ -1,6 +1,6 @@
 """Process faults through the command line, as a user meets them: a `finetune` or an `unlearn`
-(NPO) killed with SIGKILL mid-training and rerun ends with the weights, the losses and the
-evaluation of an uninterrupted run; two `run`s into one fresh cache both succeed with the same rows
+(NPO) killed with SIGKILL mid-training and rerun ends with the losses and the same bytes in every
+file as an uninterrupted run; two `run`s into one fresh cache both succeed with the same rows
 and leave nothing half-made; Ctrl-C stops a `run` with exit code 130, nothing half-written, and its
 rerun resumes. Small settings of the tiny scale (2 finetuning epochs, NPO for 2 or 3 epochs, one
 method, no attacks) from the session's tiny models; the full tiny scale is measured with
@@ -30,7 +30,6 @@ pytestmark = pytest.mark.slow
 
 KILL = Path(__file__).with_name("kill_at_step.py")
 FORGETBENCH = [sys.executable, "-m", "forgetbench.cli"]
-EVAL = ["eval.formats=false", "eval.lume=false", "eval.max_new_tokens=16", "--json"]
 RECORDS = {"models": "stage.json", "unlearn": "unlearn.json", "evaluations": "summary.json"}
 # Names only an unfinished write leaves: atomic writes' temp files, checkpoint saves, the cache's
 # links, set-aside copies.
@@ -46,22 +45,6 @@ def _killed(step: int, *argv: str) -> subprocess.CompletedProcess:
         [sys.executable, str(KILL), str(step), *argv],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
-
-
-def _evaluation(model: Path, data: Path, out: Path, capsys) -> dict:
-    argv = ["eval", "--model", str(model), "--data", str(data), "--split", "forget10"]
-    assert main([*argv, "--out", str(out), *EVAL]) == 0
-    capsys.readouterr()
-    return {
-        name: json.loads((out / name).read_text())
-        for name in ("summary.json", "eval_log_aggregated.json", "extra_log.json")
-    }
-
-
-def _same_evaluation(a: dict, b: dict) -> None:
-    assert a["summary.json"]["scores"] == b["summary.json"]["scores"]
-    assert a["eval_log_aggregated.json"] == b["eval_log_aggregated.json"]  # every question
-    assert a["extra_log.json"] == b["extra_log.json"]
 
 
 FINETUNE = ["finetune", "--scale", "tiny", "train.epochs=2", "train.checkpoint_every=4",
@@ -98,11 +81,9 @@ def test_a_finetune_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     assert records[0]["files"] == records[1]["files"]
     assert "model/model.safetensors" in records[0]["files"]
     assert not (stage / "work" / "checkpoint").exists()
-
-    _same_evaluation(
-        _evaluation(Path(expected["model_dir"]), whole / "data", tmp_path / "eval-whole", capsys),
-        _evaluation(stage / "model", killed / "data", tmp_path / "eval-killed", capsys),
-    )
+    # The same bytes in every file of the stage, on the same data: the resumed model's evaluation
+    # is the uninterrupted one's, so neither is evaluated here (evaluating one model twice gives
+    # the same numbers: the one-process test of tests/test_pipeline.py).
 
 
 UNLEARN = ["unlearn", "--scale", "tiny", "--method", "npo", "--split", "forget10",
@@ -138,11 +119,6 @@ def test_an_npo_unlearning_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     assert records[0]["files"] == records[1]["files"]
     assert {"model/model.safetensors", "snapshots/step-5/model.safetensors"} <= set(
         records[0]["files"]
-    )
-
-    _same_evaluation(
-        _evaluation(Path(expected["model_dir"]), whole / "data", tmp_path / "eval-whole", capsys),
-        _evaluation(run / "model", killed / "data", tmp_path / "eval-killed", capsys),
     )
 
 
@@ -364,3 +340,18 @@ def test_ctrl_c_reaching_an_idle_worker_leaves_the_pool_whole(tmp_path):
     finally:
         pool.shutdown(cancel_futures=True)
     assert not (tmp_path / "after").exists()
+
+
+def test_pool_workers_see_the_parents_environment_as_it_is_now(monkeypatch):
+    # Workers are forks of a fork server started once per process: what they see of the
+    # environment must be the parent's at the pool's start (the cache, device and precision a
+    # command sets), not the server's from whenever it started.
+    values = []
+    for value in ("first", "second"):
+        monkeypatch.setenv("FORGETBENCH_POOL_PROBE", value)
+        pool = make_pool(2)
+        try:
+            values.append(pool.submit(os.getenv, "FORGETBENCH_POOL_PROBE").result(timeout=120))
+        finally:
+            pool.shutdown()
+    assert values == ["first", "second"]

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from forgetbench.cli import build_parser, main, parse_args, resolve_config
-from forgetbench.config import ATTACKS, SPLITS
+from forgetbench.config_names import ATTACKS, SPLITS
 from forgetbench.errors import ForgetbenchError
 from forgetbench.methods.base import method_names, method_summary
 from forgetbench.train.mini import mini_recipe

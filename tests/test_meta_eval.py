@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from forgetbench.cli import main
-from forgetbench.config import RunConfig, TrainConfig
+from forgetbench.config import RunConfig
+from forgetbench.config_sections import TrainConfig
 from forgetbench.results import load_meta_eval
 from forgetbench.study import meta_eval
 from forgetbench.study.meta_eval import faithfulness_table, pool_models

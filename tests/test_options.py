@@ -17,15 +17,10 @@ import forgetbench.cli
 from forgetbench.cli import build_parser, main
 from forgetbench.config import RunConfig
 from forgetbench.methods import METHODS, method_names
-from forgetbench.options import (
-    COMMANDS,
-    DOCS_COMMAND,
-    FLAGS,
-    UNUSED,
-    config_reference,
-    field_at,
-    unused_reason,
-)
+from forgetbench.options.fields import field_at
+from forgetbench.options.flags import COMMANDS, FLAGS
+from forgetbench.options.reference import DOCS_COMMAND, config_reference
+from forgetbench.options.unused import UNUSED, unused_reason
 
 DOCS = Path(__file__).parents[1] / "docs" / "config.md"
 # Options of a command that are not config keys: output, debugging, the config file itself.
@@ -38,6 +33,8 @@ NOT_CONFIG |= {"--finetuned", "--retain"}
 NOT_CONFIG |= {"--strict"}
 # bench train's measured length: how many optimizer steps to time, not what they compute.
 NOT_CONFIG |= {"--steps"}
+# bench's profile: what the report also records, not what is computed.
+NOT_CONFIG |= {"--profile"}
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:

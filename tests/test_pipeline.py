@@ -108,6 +108,27 @@ def test_every_model_is_probed_and_the_finetuned_model_knows_what_the_retain_mod
     assert min(finetuned["probes/shared/probability"], retain["probes/shared/probability"]) > 0.5
 
 
+def test_the_results_carry_the_leaderboard_its_rule_and_every_setting(study):
+    results = json.loads((study / "results.json").read_text())
+    rows = {(r["method"], r["step"]): r for r in results["rows"]}
+    for (method, step), row in rows.items():
+        assert method == "base" or row["settings/finetune_lr"] > 0, method
+        if step:  # an unlearning run's rows: its loop and method options in force
+            assert row["settings/unlearn_preset"] == "mini" and row["settings/unlearn_lr"] > 0
+            assert any(k.startswith("settings/method.") for k in row), method
+        assert 0 <= row["forget/degenerate"] <= 1
+        assert row["forget_quality/held_out_low"] <= row["forget_quality/held_out"]
+        assert row["forget_quality/held_out"] <= row["forget_quality/held_out_high"]
+    record = results["leaderboard"]
+    assert record["selection"] == "halves" and "other half" in record["rule"]
+    assert {e["method"] for e in record["entries"]} == set(method_names())
+    for entry in record["entries"]:
+        row = rows[entry["method"], entry["step"]]
+        assert entry["forget_quality"] == row["forget_quality/held_out"]
+        assert isinstance(entry["over_unlearning"], list)
+    assert [e["method"] for e in record["references"]] == ["finetuned", "retain", "base"]
+
+
 def test_the_numbers_are_the_golden_ones(study):
     # Every row, sub-score and example generation of the tiny study, to 1e-6: a refactor that
     # should not move results does not.
@@ -126,6 +147,8 @@ def test_a_finished_study_reruns_from_its_caches_with_the_same_numbers(study, ca
     assert printed["report"].endswith("report.html")
     after = json.loads((study / "results.json").read_text())
     assert after["rows"] == before["rows"] == printed["rows"]
+    # The rerun says which methods it took from the folder rather than retrained: all of them.
+    assert sorted(after["reused"]) == sorted(f"{m} (forget10)" for m in method_names())
     # No evaluation ran the second time: every summary is the one written before.
     assert {p: p.stat().st_mtime_ns for p in study.glob("logs/**/summary.json")} == summaries
 
@@ -142,6 +165,12 @@ def test_one_process_gives_the_numbers_of_the_worker_pool(study, tmp_path):
     import shutil
 
     for part in ("data", "models"):
+        shutil.copytree(study / part, tmp_path / part)
+    # The references' evaluations, shadow scores and attacks are reused (the same code path as
+    # NPO's, which this process unlearns, evaluates and attacks again): NPO's rows are the check.
+    for part in ("logs/forget10/retain", "logs/forget10/finetuned", "logs/forget10/base",
+                 "logs/forget10/shadows", "attacks/forget10/retain", "attacks/forget10/finetuned",
+                 "mia"):  # fmt: skip
         shutil.copytree(study / part, tmp_path / part)
     # One method beside the references: the pool's numbers, not every method's, are the point.
     argv = ["run", *ARGS, "--methods", "npo", "study.workers=1", "--no-progress"]

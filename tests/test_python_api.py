@@ -76,8 +76,8 @@ def docs(tiny_study, tmp_path_factory):
         unlearn, run = commands
         _cli(unlearn)
         _cli(run, *SMALL_STUDY)
-        for line in api_commands:
-            _cli(line)
+        for line in api_commands:  # the same study as methods.md's: every stage reused
+            _cli(line, *(SMALL_STUDY if line.startswith("forgetbench run ") else ()))
         yield folder
     finally:
         os.chdir(here)
@@ -97,6 +97,10 @@ def test_the_docs_plugin_runs_in_unlearn_and_in_a_study(docs):
     assert {"grad_ascent", "capped_ascent"} <= methods
     final = [r for r in results["rows"] if r["method"] == "capped_ascent" and r["step"] > 0]
     assert final and all(r["forget_quality"] is not None for r in final)
+    # Each row records the run's settings in force, the plugin file's digest among them.
+    digest = plugins.method_source(METHODS.get("capped_ascent"))
+    assert all(r["settings/plugin_digest"] == digest and r["settings/method.cap"] > 0
+               and r["settings/unlearn_lr"] > 0 for r in final)  # fmt: skip
     assert "capped_ascent" in (docs / "runs/mine/report.html").read_text()
 
 
@@ -133,6 +137,45 @@ def test_the_callback_logs_from_a_real_trainer_run(docs):
     assert (fq2, mu2) != (fq4, mu4)  # two more steps of ascent moved the scores
 
 
+def _trainer_losses(tiny_study, out: Path, *, callback: bool) -> list[tuple[int, float]]:
+    """A real Trainer's own loss entries over 4 steps of finetuning the tiny model on forget10,
+    logged every step, with or without a ForgetbenchCallback evaluating every 2 steps."""
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+
+    from forgetbench.callbacks import ForgetbenchCallback
+
+    _, data, _, finetuned, _ = tiny_study
+    model, tokenizer = _load(finetuned.model_dir)
+    lines = (data / "tofu/forget10.json").read_text().splitlines()
+    texts = [json.loads(line) for line in lines if line.strip()][:8]
+    dataset = [tokenizer(f"Question: {r['question']}\nAnswer: {r['answer']}") for r in texts]
+    args = TrainingArguments(
+        output_dir=str(out), max_steps=4, per_device_train_batch_size=2, learning_rate=1e-3,
+        logging_steps=1, save_strategy="no", report_to=[], seed=0,
+    )  # fmt: skip
+    trainer = Trainer(
+        model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+        data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
+    )  # fmt: skip
+    if callback:
+        ForgetbenchCallback(
+            data=data, every=2, max_questions=4, mia=False, formats=False, lume=False,
+            probes=False, max_new_tokens=4,
+        ).attach(trainer)  # fmt: skip
+    trainer.train()
+    logged = trainer.state.log_history
+    if callback:  # it did evaluate, at steps 2 and 4
+        assert [e["step"] for e in logged if "forgetbench/model_utility" in e] == [2, 4]
+    return [(e["step"], e["loss"]) for e in logged if "loss" in e]
+
+
+def test_the_callback_leaves_the_trainers_own_loss_log_untouched(tiny_study, tmp_path):
+    plain = _trainer_losses(tiny_study, tmp_path / "plain", callback=False)
+    scored = _trainer_losses(tiny_study, tmp_path / "scored", callback=True)
+    assert [step for step, _ in plain] == [1, 2, 3, 4]
+    assert scored == plain
+
+
 def test_the_callback_must_be_attached():
     from forgetbench.callbacks import ForgetbenchCallback
 
@@ -147,8 +190,8 @@ def _load(folder: Path):
 
 
 def test_evaluate_gives_the_scores_of_forgetbench_eval(docs, tmp_path):
-    model_dir, data = docs / "runs/tiny/finetuned", docs / "runs/tiny/data"
-    retain = docs / "runs/tiny/eval-retain90"
+    model_dir, data = docs / "runs/mine/finetuned", docs / "runs/mine/data"
+    retain = docs / "runs/mine/logs/forget10/retain/step-0"
     flags = " ".join(f"eval.{k}={str(v).lower()}" for k, v in QUICK_EVAL.items())
     _cli(f"forgetbench eval --model {model_dir} --data {data} --retain-log {retain} "
          f"--out {tmp_path / 'cli'} {flags}")  # fmt: skip
@@ -170,7 +213,7 @@ def test_evaluate_gives_the_scores_of_forgetbench_eval(docs, tmp_path):
 
 
 def test_unlearn_gives_the_losses_of_forgetbench_unlearn(docs, tmp_path):
-    model_dir, data = docs / "runs/tiny/finetuned", docs / "runs/tiny/data"
+    model_dir, data = docs / "runs/mine/finetuned", docs / "runs/mine/data"
     _cli(f"forgetbench unlearn --model {model_dir} --data {data} --method npo method.beta=0.2 "
          f"--out {tmp_path}")  # fmt: skip
     (record,) = tmp_path.glob("unlearn/npo-forget10-*/unlearn.json")

@@ -131,3 +131,11 @@ def test_the_demo_study_in_the_makefile_is_a_valid_command():
     config = resolve_config(args)
     assert args.command == "run" and config.scale == "tiny"
     assert config.study.splits == ["forget10"] and config.eval.mia_shadows == 2
+
+
+def test_the_readme_says_to_activate_the_environment_make_install_creates():
+    # Every bare `forgetbench` and `python` in the README and docs/ is the installed one only in
+    # the activated environment that `make install` creates in .venv.
+    text = (ROOT / "README.md").read_text()
+    assert ". .venv/bin/activate" in text
+    assert "VENV ?= .venv" in (ROOT / "Makefile").read_text()

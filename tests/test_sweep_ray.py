@@ -1,6 +1,6 @@
 """`forgetbench sweep --executor ray` on a local Ray with 2 workers gives the process pool's
-results: 4 tiny trials (2 methods x 2 learning rates, 1 epoch, forget01) on the session's tiny
-models."""
+results: 2 tiny trials (one method at 2 learning rates, 1 epoch, forget01) on the session's tiny
+models: two trials are the fewest that make the selection a choice, and keep Ray's two workers busy."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ sweep:
   select_split: forget01
   report_split: forget05
   space: {unlearn.lr: [1.0e-4, 1.0e-3]}
-  methods: {grad_ascent: null, npo: null}
+  methods: {npo: null}
 """
 
 
@@ -76,8 +76,8 @@ def test_a_ray_sweep_matches_the_process_pool(tiny_study, tmp_path, monkeypatch)
     assert main([*args, "--executor", "ray"]) == 0
     first, second = (json.loads((p / "sweep.json").read_text()) for p in (pool, on_ray))
     assert (first["executor"], second["executor"]) == ("process", "ray")
-    assert len(second["trials"]) == 4
-    assert not (on_ray / "unlearn").is_symlink() and len(list((on_ray / "unlearn").iterdir())) >= 4
+    assert len(second["trials"]) == 2
+    assert not (on_ray / "unlearn").is_symlink() and len(list((on_ray / "unlearn").iterdir())) >= 2
     _same(
         [_numbers(t["rows"]) for t in first["trials"]],
         [_numbers(t["rows"]) for t in second["trials"]],

@@ -15,13 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
-from forgetbench.config import (
-    RunConfig,
-    UnlearnConfig,
-    load_config,
-    retain_split_for,
-    validate_config,
-)
+from forgetbench.config import RunConfig, load_config, validate_config
+from forgetbench.config_names import retain_split_for
+from forgetbench.config_sections import UnlearnConfig
 from forgetbench.errors import ConfigError
 
 # The layers below import torch, transformers and the metrics: imported in the functions, so

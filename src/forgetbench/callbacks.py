@@ -64,7 +64,12 @@ class ForgetbenchCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.global_step % self.every == 0:
+            # `trainer.log` ends in the callbacks' `on_log`, where transformers' flow callback
+            # clears `control.should_log`: at a step due for the Trainer's own loss entry, that
+            # entry would be dropped and its loss folded into the next one. Keep the flag.
+            should_log = control.should_log
             self._evaluate(state, kwargs)
+            control.should_log = should_log
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         done = {step for step, _ in self.evaluations}

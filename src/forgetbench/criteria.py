@@ -30,7 +30,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from forgetbench.benchmarks.corpus import corpus_benchmark
-from forgetbench.rows import UTILITY_RATIO, Row, final, methods, number, reference, splits
+from forgetbench.metrics.muse import PRIVLEAK_ATTACK
+from forgetbench.overunlearning import OVER_PRIVLEAK, OVER_ROUGE_RATIO
+from forgetbench.rows import (
+    UTILITY_RATIO,
+    Row,
+    final,
+    methods,
+    number,
+    reference,
+    splits,
+)
 
 MUSE_KEYS = {
     "verbmem_f": "muse/verbmem_f",
@@ -92,6 +102,35 @@ def _judged(benchmark: str, finetuned: float | None) -> float | None:
     return finetuned
 
 
+def privleak_resolution(retain: Row | None) -> float | None:
+    """How far PrivLeak moves when one member/non-member pair swaps order: the AUC moves by
+    1 / (members x non-members), PrivLeak by 100 / (members x non-members x (1 - AUC_retain)).
+    None without the retain model's AUC and the two counts."""
+    if retain is None:
+        return None
+    auc = number(retain, f"muse/mia/{PRIVLEAK_ATTACK}")
+    members, nonmembers = number(retain, "muse/mia/members"), number(retain, "muse/mia/nonmembers")
+    if auc is None or not members or not nonmembers or auc >= 1.0:
+        return None
+    return 100.0 / (members * nonmembers * (1.0 - auc))
+
+
+def muse_over_unlearning(values: dict[str, float | None], bar: dict[str, float | None],
+                         resolution: float | None) -> list[str]:  # fmt: skip
+    """The over-unlearning tests a MUSE model fails, with its numbers (the TOFU leaderboard's
+    bars, `rows.OVER_ROUGE_RATIO` and `rows.OVER_PRIVLEAK`): VerbMem on the forget set below
+    half the retain model's, PrivLeak above +50 where one pair moves it by less than that."""
+    found = []
+    verbmem, target = values["verbmem_f"], bar["verbmem_f"]
+    if verbmem is not None and target and verbmem < OVER_ROUGE_RATIO * target:
+        found.append(f"VerbMem {verbmem:.2f} < {OVER_ROUGE_RATIO:g} x the retain model's "
+                     f"{target:.2f}")  # fmt: skip
+    leak = values["privleak"]
+    if leak is not None and leak > OVER_PRIVLEAK and (resolution or 0) < OVER_PRIVLEAK:
+        found.append(f"PrivLeak {leak:+.1f} > {OVER_PRIVLEAK:+g}")
+    return found
+
+
 def muse_criteria(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[str, Any]]:
     """Per split with MUSE scores: each model's (finetuned, retain, then every method at its final
     step) four numbers and whether it meets each criterion (True/False, None where a number it
@@ -106,6 +145,10 @@ def muse_criteria(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dic
         base_utility = _judged(
             "muse", number(finetuned, MUSE_KEYS["knowmem_r"]) if finetuned else None
         )
+        # One pair of documents swapping order moves PrivLeak by `resolution`: a coarser step
+        # than the +-5 band leaves "no privacy leak" undecided (None) rather than decided by luck.
+        resolution = privleak_resolution(retain)
+        coarse = resolution is not None and resolution > PRIVLEAK_TOLERANCE
         models = []
         for name, row in _models(rows, split):
             values = {k: number(row, key) for k, key in MUSE_KEYS.items()}
@@ -113,11 +156,18 @@ def muse_criteria(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dic
             met = {
                 "no_verbmem": _at_most(values["verbmem_f"], bar["verbmem_f"]),
                 "no_knowmem": _at_most(values["knowmem_f"], bar["knowmem_f"]),
-                "no_privleak": None if privleak is None else abs(privleak) <= PRIVLEAK_TOLERANCE,
+                "no_privleak": None
+                if privleak is None or coarse
+                else abs(privleak) <= PRIVLEAK_TOLERANCE,
                 "utility": _kept(values["knowmem_r"], base_utility),
             }
-            models.append({"model": name, "step": int(row.get("step", 0)), **values, "met": met})
-        sections.append({"split": split, "models": models, **over_requests})
+            over = [] if name in ("finetuned", "retain") else muse_over_unlearning(
+                values, bar, resolution
+            )  # fmt: skip
+            models.append({"model": name, "step": int(row.get("step", 0)), **values, "met": met,
+                           "over_unlearning": over})  # fmt: skip
+        sections.append({"split": split, "models": models, "privleak_resolution": resolution,
+                         "privleak_undecided": coarse, **over_requests})  # fmt: skip
     return sections
 
 

@@ -31,7 +31,7 @@ from transformers import (
 )
 
 from forgetbench.benchmarks.mini.scales import SCALES, ModelShape
-from forgetbench.config import MODEL_SIZES
+from forgetbench.config_names import MODEL_SIZES
 from forgetbench.device import DTYPES, place_model, precision, to_model_device
 from forgetbench.errors import ConfigError, DataError, ForgetbenchError, ModelError
 from forgetbench.io import read_json

@@ -50,13 +50,17 @@ class PromptRecord:
 
 @dataclass(frozen=True)
 class MCRecord:
-    """A multiple-choice question: `label` indexes the right entry of `options`."""
+    """A multiple-choice question: `label` indexes the right entry of `options`. `task` and
+    `shots` (solved questions of the same task, put before it) are RWKU's MMLU's, which carries
+    its own few-shot examples per question."""
 
     prompt: str
     options: tuple[str, ...]
     label: int
     split: str = ""
     index: int = 0
+    task: str = ""
+    shots: tuple[MCRecord, ...] = ()
 
     def __post_init__(self) -> None:
         assert 0 <= self.label < len(self.options), (self.label, self.options)
@@ -92,3 +96,61 @@ class ClozeRecord:
     entity: str | None = None
     split: str = ""
     index: int = 0
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """An RWKU probe about a target (a famous person): a query and the short answer its greedy
+    answer is scored against (ROUGE-L recall). `level` 1 is fill-in-the-blank, 2 a question, 3 an
+    adversarial question whose attack is `kind` (RWKU's `type`, e.g. "prefix injection"; levels 1
+    and 2 carry their own `type` too). `split` is "forget" (about the target) or "neighbor"
+    (about what lies next to it, which should stay)."""
+
+    query: str
+    answer: str
+    subject: str
+    level: int
+    kind: str
+    split: str
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class PreferenceRecord:
+    """A preference pair (RWKU's `pair.json`, trained on by DPO): after `prompt`, `chosen` is
+    preferred to `rejected`."""
+
+    prompt: str
+    chosen: str
+    rejected: str
+
+
+@dataclass(frozen=True)
+class ReasoningRecord:
+    """A chain-of-thought question (RWKU's BBH): `cot` is the task's few-shot prompt, `answer` the
+    string the extracted answer must equal."""
+
+    question: str
+    answer: str
+    task: str
+    cot: str
+
+
+@dataclass(frozen=True)
+class OpenQARecord:
+    """A question with every answer that counts (RWKU's TriviaQA): scored by the best match."""
+
+    question: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TruthfulRecord:
+    """A TruthfulQA question with its MC1 (one true choice) and MC2 (several) targets: `labels`
+    are 1 for a true choice, 0 for a false one, aligned with `choices`."""
+
+    question: str
+    mc1_choices: tuple[str, ...]
+    mc1_labels: tuple[int, ...]
+    mc2_choices: tuple[str, ...]
+    mc2_labels: tuple[int, ...]

@@ -14,6 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from forgetbench.intervals import bootstrap_interval, log10_quality
+from forgetbench.overunlearning import (
+    OVER_DEGENERATE,
+    OVER_PRIVLEAK,
+    OVER_ROUGE_RATIO,
+    over_unlearning,
+)
 
 Row = Mapping[str, Any]
 
@@ -99,6 +105,27 @@ def tofu_scored(rows: Sequence[Row]) -> bool:
     return tofu or not any(k.startswith(DOCUMENT_FAMILIES) for k in keys)
 
 
+# The leaderboard's forget quality (docs/report.md#which-step-a-method-is-shown-at): each step's
+# KS p-value on the even-numbered forget questions chooses the step, the odd-numbered ones' is
+# reported, with its bootstrap interval over those questions. Rows from before these keys
+# existed are chosen and reported on every question, and the entries say so (`selection`).
+SELECTION_KEY = "forget_quality/selection"
+HELD_OUT_KEY = "forget_quality/held_out"
+HELD_OUT_RANGE = ("forget_quality/held_out_low", "forget_quality/held_out_high")
+SELECTION_RULES = {
+    "halves": "step chosen on half of the forget questions, forget quality on the other half",
+    "all": "step chosen and forget quality reported on the same forget questions",
+}
+
+
+def selection_rule(rows: Sequence[Row]) -> str:
+    """ "halves" when every unlearning method's row has both halves' forget quality, else "all"."""
+    ranked = [r for r in rows if r["method"] not in REFERENCE_METHODS]
+    both = all(number(r, SELECTION_KEY) is not None and number(r, HELD_OUT_KEY) is not None
+               for r in ranked)  # fmt: skip
+    return "halves" if ranked and both else "all"
+
+
 def leaderboard(
     rows: Sequence[Row], *, utility_ratio: float = UTILITY_RATIO
 ) -> list[dict[str, Any]]:
@@ -106,15 +133,22 @@ def leaderboard(
 
     The matched-utility rule: among a method's evaluated steps on a split, keep those whose model
     utility is at least `utility_ratio` (0.9) times the finetuned model's utility on that split, and
-    pick the one with the highest forget quality (ties: the earlier step). If no step qualifies,
-    pick the step with the highest model utility and flag the row (`matched` is False) — the method
-    could not forget without losing more than 10% of the utility. If the split has no finetuned
-    utility, the rule cannot apply: the highest forget quality wins, also flagged. Rows are sorted by
-    forget quality, highest first (missing values last). Reference models are not ranked.
+    pick the one with the highest forget quality on the selection half of the forget questions
+    (`SELECTION_KEY`; ties: the earlier step). If no step qualifies, pick the step with the
+    highest model utility and flag the row (`matched` is False) — the method could not forget
+    without losing more than 10% of the utility. If the split has no finetuned utility, the rule
+    cannot apply: the highest forget quality wins, also flagged. The entry's `forget_quality` is
+    the chosen step's on the other, held-out half (`HELD_OUT_KEY`), with `forget_quality_range`
+    its 95% bootstrap interval over those questions; rows without the halves (older files) are
+    chosen and reported on every question (`selection` says which: a `SELECTION_RULES` key).
+    Rows are sorted by that forget quality, highest first (missing values last). Reference
+    models are not ranked.
 
     Each row holds `method`, `split`, `step`, `forget_quality`, `model_utility`, `forget_rougeL`,
     `retain_rougeL` (plus `privleak` / `lume_final` when any results row has them), `matched`
-    (bool) and `note` (why the row is flagged, or '').
+    (bool), `note` (why the row is flagged, or ''), `selection`, `forget_quality_range` (or None)
+    and `over_unlearning` (`over_unlearning`'s failed tests at that step, against the split's
+    retain model).
 
     Rows from several unlearning seeds (a `seed` field, `study.seeds`): the rule picks the step on
     the seeds' mean trajectory (`seed_means`), the row shows those means (forget quality: the
@@ -124,17 +158,22 @@ def leaderboard(
     optional = [c for c in OPTIONAL_COLUMNS if has_key(rows, c[1])]
     seeded = is_seeded(rows)
     means = seed_means(rows) if seeded else rows
+    rule = selection_rule(means)
+    chooser, shown = (SELECTION_KEY, HELD_OUT_KEY) if rule == "halves" else ("forget_quality",) * 2
     board: list[dict[str, Any]] = []
     for split in splits(means):
         finetuned = reference(means, split)
         base_utility = number(finetuned, "model_utility") if finetuned else None
+        retain = reference(means, split, "retain")
         for method in methods(means):
             path = trajectory(means, split, method, start=False)
             if not path:
                 continue
-            chosen, matched, note = _choose(path, base_utility, utility_ratio)
-            entry = {key: _value(chosen, source) for key, source, _ in (*COLUMNS, *optional)}
-            entry.update(matched=matched, note=note)
+            chosen, matched, note = _choose(path, base_utility, utility_ratio, key=chooser)
+            entry = _entry(chosen, optional, shown)
+            entry.update(
+                matched=matched, note=note, over_unlearning=over_unlearning(chosen, retain)
+            )
             if seeded:
                 per_seed = _seed_rows(rows, split, method, step_of(chosen))
                 entry["seeds"] = len(per_seed)
@@ -142,10 +181,44 @@ def leaderboard(
                     key: found
                     for key, source, _ in (*COLUMNS, *optional)
                     if key not in ("method", "split", "step")
-                    and (found := seed_interval(per_seed, source)) is not None
-                }
+                    and (found := seed_interval(per_seed, shown if key == "forget_quality"
+                                                else source)) is not None
+                }  # fmt: skip
             board.append(entry)
     return sorted(board, key=_rank)
+
+
+def _entry(row: Row, optional: Sequence[tuple[str, str, str]], shown: str) -> dict[str, Any]:
+    """A leaderboard entry's columns from `row`, forget quality read from `shown`."""
+    entry = {key: _value(row, source) for key, source, _ in (*COLUMNS, *optional)}
+    entry["forget_quality"] = number(row, shown)
+    low, high = (number(row, key) for key in HELD_OUT_RANGE)
+    held_out = shown == HELD_OUT_KEY and low is not None and high is not None
+    entry["selection"] = "halves" if shown == HELD_OUT_KEY else "all"
+    entry["forget_quality_range"] = [low, high] if held_out else None
+    return entry
+
+
+def leaderboard_record(rows: Sequence[Row]) -> dict[str, Any]:
+    """results.json's `leaderboard`: how the step was chosen (`selection`, `rule`), the
+    thresholds over-unlearning was judged by, the reference models' entries and the ranked
+    entries as `leaderboard` gives them (each with its `over_unlearning` tests and numbers)."""
+    board = leaderboard(rows)
+    rule = selection_rule(rows)
+    return {
+        "selection": rule,
+        "rule": (
+            f"matched utility (>= {UTILITY_RATIO:g} x the finetuned model's), then the "
+            f"highest forget quality; {SELECTION_RULES[rule]}"
+        ),
+        "over_unlearning_bars": {
+            "forget_rougeL_ratio": OVER_ROUGE_RATIO,
+            "privleak": OVER_PRIVLEAK,
+            "degenerate": OVER_DEGENERATE,
+        },
+        "references": reference_entries(rows),
+        "entries": board,
+    }
 
 
 def tie_ranks(board: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -172,12 +245,9 @@ def reference_entries(rows: Sequence[Row]) -> list[dict[str, Any]]:
     """The reference models (finetuned, retain, base) of every split as leaderboard entries:
     the same columns, step 0, never flagged; what the ranked methods are read against."""
     optional = [c for c in OPTIONAL_COLUMNS if has_key(rows, c[1])]
+    shown = HELD_OUT_KEY if selection_rule(rows) == "halves" else "forget_quality"
     return [
-        {
-            **{key: _value(row, source) for key, source, _ in (*COLUMNS, *optional)},
-            "matched": True,
-            "note": "",
-        }
+        {**_entry(row, optional, shown), "matched": True, "note": "", "over_unlearning": []}
         for split in splits(rows)
         for method in REFERENCE_METHODS
         if (row := reference(rows, split, method)) is not None
@@ -194,6 +264,17 @@ def chosen_steps(rows: Sequence[Row]) -> set[tuple[str, str, int]]:
 # --- seeds (study.seeds) ------------------------------------------------------------------------
 
 _NOT_SCORES = ("split", "method", "seed", "step", "epoch", "log")
+# A row's record of the settings that made its model (study/unlearn.py): not scores.
+SETTINGS = "settings/"
+
+
+def _is_quality(key: str) -> bool:
+    """Forget quality and its halves: p-values, averaged and bootstrapped on the log10 scale."""
+    return key == "forget_quality" or key.startswith("forget_quality/")
+
+
+def _not_score(key: str) -> bool:
+    return key in _NOT_SCORES or key.startswith(SETTINGS)
 
 
 def is_seeded(rows: Sequence[Row]) -> bool:
@@ -208,7 +289,7 @@ def _seed_rows(rows: Sequence[Row], split: str, method: str, step: int) -> list[
 def seed_interval(rows: Sequence[Row], key: str) -> dict[str, float | int] | None:
     """Mean and 95% bootstrap interval of `key` over `rows` (one per seed); forget quality on
     the log10 scale. None when no row has a value."""
-    if key == "forget_quality":
+    if _is_quality(key):
         values = [log10_quality(number(r, key)) for r in rows]
     else:
         values = [number(r, key) for r in rows]
@@ -230,11 +311,11 @@ def seed_means(rows: Sequence[Row]) -> list[dict[str, Any]]:
             continue
         row = {k: v for k, v in group[0].items() if k != "seed"}
         for key in row:
-            if key in _NOT_SCORES or as_number(row[key]) is None:
+            if _not_score(key) or as_number(row[key]) is None:
                 continue
             found = seed_interval(group, key)
             mean = None if found is None else float(found["mean"])
-            row[key] = 10**mean if key == "forget_quality" and mean is not None else mean
+            row[key] = 10**mean if _is_quality(key) and mean is not None else mean
         merged.append(row)
     return merged
 
@@ -246,7 +327,7 @@ def seed_summary(rows: Sequence[Row], board: Sequence[Mapping[str, Any]]) -> lis
     summary = []
     for entry in board:
         per_seed = _seed_rows(rows, entry["split"], entry["method"], entry["step"])
-        keys = [k for k in dict.fromkeys(k for r in per_seed for k in r) if k not in _NOT_SCORES]
+        keys = [k for k in dict.fromkeys(k for r in per_seed for k in r) if not _not_score(k)]
         scores = {}
         for key in keys:
             found = seed_interval(per_seed, key)
@@ -269,13 +350,16 @@ def choose(
     path: Sequence[Row], base_utility: float | None, ratio: float = UTILITY_RATIO
 ) -> tuple[Row, bool, str]:
     """The leaderboard's matched-utility rule over `path` (any rows, e.g. every step of every
-    sweep trial): (chosen row, whether it keeps `ratio` x `base_utility`, note when not)."""
+    sweep trial) on every forget question: (chosen row, whether it keeps `ratio` x
+    `base_utility`, note when not)."""
     return _choose(path, base_utility, ratio)
 
 
-def _choose(path: Sequence[Row], base_utility: float | None, ratio: float) -> tuple[Row, bool, str]:
+def _choose(
+    path: Sequence[Row], base_utility: float | None, ratio: float, *, key: str = "forget_quality"
+) -> tuple[Row, bool, str]:
     def by_quality(row: Row) -> tuple[float, int]:
-        return _or_low(number(row, "forget_quality")), -step_of(row)
+        return _or_low(number(row, key)), -step_of(row)
 
     if base_utility is None:
         return max(path, key=by_quality), False, "no finetuned utility on this split to match"

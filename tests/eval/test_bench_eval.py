@@ -191,3 +191,17 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "--model and --data go together" in capsys.readouterr().err
     assert main(["bench", "evl", "--out", str(tmp_path)]) == 2
     assert "did you mean 'eval'?" in capsys.readouterr().err
+
+
+def test_the_fast_paths_profile_per_phase_on_the_cpu(study):
+    model, tokenizer, _, _, sets = study
+    report = bench_evaluation(
+        model, tokenizer, TEMPLATE, sets, max_new_tokens=4, batch_size=8, profile=True
+    )
+    profile = report["paths"]["fast"]["profile"]
+    assert set(profile) == {"scoring", "generation"} and "profile" not in report["paths"]["naive"]
+    for phase in profile.values():
+        # model calls 3-10 of the phase (fewer where the phase has fewer), each a step
+        assert 1 <= phase["profiled_steps"] <= 8 and phase["skipped_steps"] == 2
+        assert phase["device_busy_share"] is None and phase["seconds_per_step"] > 0
+        assert any("mm" in t["name"] for t in phase["top"]), phase["top"]

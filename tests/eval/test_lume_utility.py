@@ -10,7 +10,8 @@ import json
 import pytest
 
 from forgetbench.cli import main
-from forgetbench.config import EvalConfig, load_config
+from forgetbench.config import load_config
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.lume import load_lume
 from forgetbench.errors import ConfigError
 from forgetbench.eval.runner import evaluation_key

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from forgetbench.config import EvalConfig, RunConfig, load_config
+from forgetbench.config import RunConfig, load_config
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.logs import EvalLog, SetLog
 from forgetbench.data.tofu import first_questions, tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError

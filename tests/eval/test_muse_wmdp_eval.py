@@ -1,25 +1,23 @@
-"""MUSE's and WMDP's tasks on a tiny model against the reference procedures, written out here
-step by step from MUSE's `metrics/{verbmem,knowmem,privleak}.py`, open-unlearning's
-`GradNormAttack` and lm-eval's `wmdp_*` prompt: one generation or forward pass at a time,
-nothing of ours but the model."""
+"""MUSE's and WMDP's tasks on a tiny model against the reference procedures, written out step by
+step from MUSE's `metrics/{verbmem,knowmem,privleak}.py` (tests/muse_reference.py),
+open-unlearning's `GradNormAttack` and lm-eval's `wmdp_*` prompt: one generation or forward pass
+at a time, nothing of ours but the model."""
 
 import json
 
 import numpy as np
 import pytest
 import torch
-from rouge_score import rouge_scorer
-from sklearn.metrics import auc, roc_curve
 
 from forgetbench.eval.backend import FastBackend, NaiveBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import MuseTask, privleak_scores
 from forgetbench.eval.tasks.wmdp import wmdp_task_of
 from forgetbench.modeling import build_tiny_model
+from muse_reference import knowmem_rouge, muse_auc, verbmem_item
 from toy import toy_qa, toy_tokenizer
 
 QA = toy_qa()
-ROUGE = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=False)
 
 
 def _write(path, value):
@@ -70,32 +68,6 @@ def trained():
     return model.eval()
 
 
-def _generate(model, tokenizer, prompt, max_new_tokens):
-    """MUSE's generation: the prompt with BOS, greedy, decoded with clean-up. The EOS is the one
-    a model's generation config gives (the tiny model's is the tokenizer's)."""
-    ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=True).input_ids
-    out = model.generate(ids, max_new_tokens=max_new_tokens, do_sample=False,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
-    return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True, clean_up_tokenization_spaces=True)[0]  # fmt: skip
-
-
-def _min_k_40(model, tokenizer, text):
-    """MUSE's privleak `compute_ppl` + `Min-40%`: -mean of the lowest int(0.4 n) token log-probs."""
-    ids = torch.tensor(tokenizer.encode(text)).unsqueeze(0)
-    with torch.no_grad():
-        logps = torch.log_softmax(model(ids).logits, dim=-1)
-    all_prob = [logps[0, i, t].item() for i, t in enumerate(ids[0][1:])]
-    return float(-np.mean(np.sort(all_prob)[: int(len(all_prob) * 0.4)]))
-
-
-def _muse_auc(model, tokenizer, forget, holdout):
-    """MUSE's `forget_holdout_Min-40%`: forget labelled 0, holdout 1, scored by -ppl."""
-    ppl = np.array([_min_k_40(model, tokenizer, t) for t in forget + holdout])
-    y = np.array([0] * len(forget) + [1] * len(holdout))
-    fpr, tpr, _ = roc_curve(y, -ppl)
-    return auc(fpr, tpr)
-
-
 def _open_unlearning_gradnorm(model, tokenizer, text):
     """GradNormAttack on a CompletionDataset item: labels from token 1, the last label dropped."""
     ids = torch.tensor([tokenizer(text, add_special_tokens=True)["input_ids"]])
@@ -122,13 +94,7 @@ def test_muse_task_equals_muse_reference_procedure(news, trained):
     verbmem = json.loads((root / "verbmem" / "forget.json").read_text())
     gt_ids = tokenizer(verbmem[0]["gt"], add_special_tokens=True).input_ids
     assert len(gt_ids) > 128 and logs["verbmem_f"][0]["gt"] == tokenizer.decode(gt_ids[:128], skip_special_tokens=True)  # fmt: skip
-    expected = []
-    for row in verbmem:
-        gt = tokenizer.batch_decode(
-            tokenizer(row["gt"], return_tensors="pt", add_special_tokens=True).input_ids[:, :128],
-            skip_special_tokens=True, clean_up_tokenization_spaces=True,
-        )[0]  # fmt: skip
-        expected.append(ROUGE.score(gt, _generate(model, tokenizer, row["prompt"], 128))["rougeL"].fmeasure)  # fmt: skip
+    expected = [verbmem_item(model, tokenizer, row)[1] for row in verbmem]
     assert scores["muse/verbmem_f"] == pytest.approx(np.mean(expected) * 100, abs=1e-9)
     # Memorised: the short gt is reproduced whole; the long one only in its first fact.
     assert expected[1] == 1.0 and 0.0 < expected[0] < 0.5
@@ -137,27 +103,21 @@ def test_muse_task_equals_muse_reference_procedure(news, trained):
     for key, (split, icl) in {"knowmem_f": ("forget_qa", "forget_qa_icl"), "knowmem_r": ("retain_qa", "retain_qa_icl")}.items():  # fmt: skip
         qa = json.loads((root / "knowmem" / f"{split}.json").read_text())
         shots = json.loads((root / "knowmem" / f"{icl}.json").read_text())
-        general = "".join(f"Question: {d['question']}\nAnswer: {d['answer']}\n\n" for d in shots)
-        values = []
-        for d in qa:
-            out = _generate(model, tokenizer, general + f"Question: {d['question']}\nAnswer: ", 32)
-            for word in ("\n\n", "\nQuestion", "Question:"):
-                out = out.split(word)[0]
-            values.append(ROUGE.score(d["answer"], out)["rougeL"].fmeasure)
+        values = [knowmem_rouge(model, tokenizer, shots, d) for d in qa]
         assert scores[f"muse/{key}"] == pytest.approx(np.mean(values) * 100, abs=1e-9), key
         knowmem[key] = values
     # Trained Question/Answer pairs are answered; the retain questions were never seen.
     assert knowmem["knowmem_f"] == [1.0, 1.0, 1.0] and max(knowmem["knowmem_r"]) < 1.0
 
     # Our AUC labels members 1; MUSE's labels the holdout 1: complements, and PrivLeak agrees.
-    muse_auc = _muse_auc(model, tokenizer, docs["forget"], docs["holdout"])
-    assert scores["muse/mia/min_k"] == pytest.approx(1 - muse_auc, abs=1e-12)
+    target_auc = muse_auc(model, tokenizer, docs["forget"], docs["holdout"])
+    assert scores["muse/mia/min_k"] == pytest.approx(1 - target_auc, abs=1e-12)
     assert scores["muse/mia/members"] == 5 and scores["muse/mia/nonmembers"] == 6
     assert scores["muse/mia/min_k"] > 0.9  # members 0-4 trained, holdout 8-13 not
     retain_model = build_tiny_model(tokenizer, seed=2).eval()
-    retain_auc = _muse_auc(retain_model, tokenizer, docs["forget"], docs["holdout"])
+    retain_auc = muse_auc(retain_model, tokenizer, docs["forget"], docs["holdout"])
     leak = privleak_scores(scores, {"muse/mia/min_k": 1 - retain_auc})["muse/privleak"]
-    assert leak == pytest.approx((muse_auc - retain_auc) / retain_auc * 100, abs=1e-9)
+    assert leak == pytest.approx((target_auc - retain_auc) / retain_auc * 100, abs=1e-9)
     assert privleak_scores(scores, None) == {"muse/privleak": None}
 
     ours = [-row["gradnorm"] for row in logs["privleak"]]

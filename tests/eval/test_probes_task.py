@@ -3,7 +3,7 @@
 import shutil
 
 from forgetbench.benchmarks.mini import generate_mini
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.tofu import PROBE_KINDS
 from forgetbench.eval.tasks.probes import probes_task
 from forgetbench.eval.tasks.task import EvalSetup

@@ -141,7 +141,7 @@ def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
 
 
 def test_shadow_options_stay_out_of_evaluation_keys_and_a_task_subset_goes_in(tmp_path):
-    from forgetbench.config import EvalConfig
+    from forgetbench.config_sections import EvalConfig
     from forgetbench.eval.runner import evaluation_key
 
     def key(options, tasks=None):

@@ -173,7 +173,12 @@ def test_loss_runs_on_exactly_the_required_inputs(name: str):
     inputs = _only(_all_inputs(), method.required_inputs())
     loss, parts = method.loss(inputs)
     assert loss.dim() == 0 and math.isfinite(loss.item())
-    assert parts and all(isinstance(v, float) and math.isfinite(v) for v in parts.values())
+    # named parts stay on the device, detached, for the loop to read once per step
+    assert parts and all(
+        isinstance(v, torch.Tensor) and v.dim() == 0 and not v.requires_grad
+        and math.isfinite(v.item())
+        for v in parts.values()
+    )  # fmt: skip
     loss.backward()
     grads = [
         getattr(inputs, f).grad

@@ -319,8 +319,8 @@ def test_a_plugin_loss_that_raises_is_the_plugins_error_naming_its_step(world, t
     ("body", "broken"),
     [
         ("return -nll.item(), {}", "loss() returned float -"),
-        ("return -nll, {'forget_nll': nll}", "loss() returned a tensor of shape () "
-         "(torch.float32) for part 'forget_nll', not a float"),
+        ("return -nll, {'forget_nll': nll.reshape(1)}", "loss() returned a tensor of shape "
+         "(1,) (torch.float32) for part 'forget_nll', not a float or a scalar float tensor"),
         ("return -nll", "loss() returned a tensor of shape () (torch.float32), not a tuple"),
     ],
     ids=["float-loss", "tensor-part", "no-parts"],

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forgetbench.config import FORMATS
+from forgetbench.config_names import FORMATS
 from forgetbench.report.plots import MIA_ATTACKS, SETS, SUBSCORES
 
 SPLITS = ("forget01", "forget10")

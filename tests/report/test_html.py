@@ -81,7 +81,8 @@ def test_names_from_the_results_are_escaped_everywhere(tmp_path: Path):
     assert re.search(
         rf'<tr><td>{re.escape(escaped[method])} \([^)<]+\)</td><td class="num">15</td>', page
     )
-    assert f"<td>{escaped[method]} *</td><td>{escaped[split]}</td>" in page  # the leaderboard
+    # the leaderboard (its PrivLeak above +50 marks it over-unlearnt too)
+    assert f"<td>{escaped[method]} * !</td><td>{escaped[split]}</td>" in page
     assert f"<td>{escaped[stage]}</td>" in page and f"<td>{escaped[metric]}</td>" in page
 
 

@@ -21,9 +21,12 @@ def test_muse_section_numbers_criteria_and_requests(tmp_path):
     page = build_report(write_results(tmp_path, muse_results())).read_text(encoding="utf-8")
     assert 'id="muse"' in page and 'id="wmdp"' not in page
     # The numbers: each model once, npo at its last step, PrivLeak signed.
-    assert _row(page, "finetuned", "0", "60.00", "50.00", "-80.0", "40.00")
-    assert _row(page, "npo", "10", "15.50", "8.25", "+3.5", "36.50")
-    assert not _row(page, "npo", "5", "30.00", "12.00", "-20.0", "39.00")
+    assert _row(page, "finetuned", "0", "60.00", "50.00", "-80.0", "40.00", "—")
+    assert _row(page, "npo", "10", "15.50", "8.25", "+3.5", "36.50", "no")
+    assert not _row(page, "npo", "5", "30.00", "12.00", "-20.0", "39.00", "no")
+    # VerbMem 0 against the retain model's 20: "no verbatim memorisation", by destroying the text.
+    over = "VerbMem 0.00 &lt; 0.5 x the retain model&#39;s 20.00"
+    assert _row(page, "grad_ascent", "10", "0.00", "0.00", "+45.2", "2.00", over)
     # The criteria, in MUSE's order (C5/C6 from the sequence rows, — where they did not run).
     assert _row(page, "npo", "yes", "yes", "yes", "yes", "yes", "no")
     assert _row(page, "grad_ascent", "yes", "yes", "no", "no", "—", "—")
@@ -38,6 +41,26 @@ def test_muse_section_numbers_criteria_and_requests(tmp_path):
     for anchor in ("validity", "leaderboard", "findings", "notes"):
         assert f'id="{anchor}"' not in page, anchor
     assert "forget quality" not in page.lower().split('id="config"')[0]
+
+
+def test_a_privleak_coarser_than_the_band_leaves_the_verdict_undecided(tmp_path):
+    # 4 forget against 4 holdout documents and a retain AUC of 0.5: one pair swapping order
+    # moves PrivLeak by 100 / (4 x 4 x 0.5) = 12.5 points, coarser than the +-5 band.
+    results = muse_results()
+    for row in results["rows"]:
+        row.update({"muse/mia/members": 4, "muse/mia/nonmembers": 4})
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert "moves it by 12.5 points" in page and "is undecided for every" in page
+    assert _row(page, "npo", "yes", "yes", "undecided", "yes", "yes", "no")
+    assert _row(page, "grad_ascent", "yes", "yes", "undecided", "no", "—", "—")
+    console = Console(record=True, width=200)
+    print_muse_wmdp(results["rows"], results["sequence"], console=console)
+    assert "PrivLeak on news moves 12.5 points" in console.export_text()
+    # With enough documents (20 x 20: 0.5 points a pair) the verdict is decided again.
+    for row in results["rows"]:
+        row.update({"muse/mia/members": 20, "muse/mia/nonmembers": 20})
+    page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
+    assert _row(page, "npo", "yes", "yes", "yes", "yes", "yes", "no")
 
 
 def test_wmdp_section_table_figure_and_escaping(tmp_path):

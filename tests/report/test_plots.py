@@ -7,7 +7,7 @@ import math
 import pytest
 from synthetic import synthetic_results
 
-from forgetbench.report import meta_plot, plots, robustness
+from forgetbench.report import figure, meta_plot, plots, robustness
 
 PLOTS = [
     plots.forget_quality_plane,
@@ -71,7 +71,7 @@ def test_meta_eval_labels_are_spread_one_line_apart_in_the_points_order():
 
 def test_every_method_has_its_own_colour_and_marker():
     rows = [{"split": "s", "method": f"m{i}", "step": 5} for i in range(20)]
-    styles = plots.method_styles(rows)
+    styles = figure.method_styles(rows)
     assert len({s["color"] for s in list(styles.values())[:18]}) == 18  # a study's 15 and more
     assert len({(s["color"], s["marker"]) for s in styles.values()}) == 20
     assert all(s["color"] != "#7f7f7f" for s in styles.values())  # the retain model's grey
@@ -98,7 +98,7 @@ def test_methods_that_share_a_marker_differ_clearly_in_colour():
     # not also look the same colour (CIE76 distance; ~2.3 is just noticeable, the old palette had
     # brown beside maroon and pink beside magenta at 27 on one marker).
     rows = [{"split": "s", "method": f"m{i}", "step": 5} for i in range(21)]
-    styles = list(plots.method_styles(rows).values())
+    styles = list(figure.method_styles(rows).values())
     for i, a in enumerate(styles):
         for b in styles[i + 1 :]:
             if a["marker"] == b["marker"]:

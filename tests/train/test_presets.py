@@ -79,6 +79,7 @@ def test_the_open_unlearning_preset_is_its_trainer_configs():
     expected = LoopConfig(
         lr=1e-5, epochs=10, batch_size=32, per_device_batch_size=16, weight_decay=0.01,
         warmup_epochs=1.0, max_grad_norm=1.0, schedule="hf",
+        fit_per_device=True,  # the preset's per-device size, not the user's: fitted to the processes
     )  # fmt: skip
     assert loop == expected
     assert (method.forget_weight, method.retain_weight, method.beta1, method.beta2) == (

@@ -87,13 +87,14 @@ def _first_questions(report):
     return tokenizer, encode_qa(records, tokenizer, TEMPLATE, max_length=512)
 
 
-def _throughput(tokenizer, examples, config, out):
+def _throughput(tokenizer, examples, config, out, **options):
     return train_throughput(
         lambda: build_tiny_model(tokenizer, scale="tiny"),
         examples,
         config=config,
         pad_id=tokenizer.pad_token_id,
         out=out,
+        **options,
     )
 
 
@@ -143,6 +144,27 @@ def test_length_grouped_batches_pad_less_with_both_trainers(report, tmp_path):
     assert r["tokens"] == {"real": sum(lengths), "padded": grouped}
     assert grouped < padded(epoch_order(plain, 32, 0))
     assert r["losses_agree"] and r["max_loss_diff"] <= 1e-5
+
+
+def test_the_cpu_profile_of_both_trainers_and_rates_after_it(report, tmp_path):
+    """`profile`: steps 2-4 of each trainer under torch.profiler (the CPU profile here: host
+    operators, no device figures); the rates are timed from the end of step 4 on, over the 4
+    steps left, so the profiler's overhead stays out of them."""
+    tokenizer, examples = _first_questions(report)
+    config = LoopConfig(lr=1e-3, epochs=1, batch_size=4, per_device_batch_size=4)
+    r = _throughput(tokenizer, examples, config, tmp_path, profile=True)
+    assert r["steps"] == 8 and r["losses_agree"]
+    lengths = [len(examples[i].input_ids) for i in epoch_order(config, 32, 0)]
+    steady = sum(4 * max(lengths[k : k + 4]) for k in range(16, 32, 4))
+    for run in (r["forgetbench"], r["hf_trainer"]):
+        profile = run["profile"]
+        assert profile["profiled_steps"] == 3 and profile["device"] == "cpu"
+        assert profile["device_busy_share"] is None and profile["host_syncs_per_step"] is None
+        assert 0 < profile["seconds_per_step"] < run["seconds"]
+        names = [t["name"] for t in profile["top"]]
+        assert any(n in names for n in ("aten::mm", "aten::addmm", "aten::bmm")), names
+        assert sum(t["share"] for t in profile["top"]) <= 1.0
+        assert run["tokens_per_s"]["padded"] == pytest.approx(steady / run["steady_seconds"], 1e-2)
 
 
 def test_bench_train_takes_the_miniatures_root_as_data_as_eval_does(report, tmp_path):

@@ -71,6 +71,30 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _profile(args: argparse.Namespace) -> bool | None:
+    return {"on": True, "off": False}.get(getattr(args, "profile", "auto"))
+
+
+def profile_line(profile: dict[str, Any]) -> str:
+    """One line of a `forgetbench.profiling` summary."""
+    if not profile["profiled_steps"]:
+        return f"profile: {profile['note']}"
+    top = profile["top"][0]["name"] if profile["top"] else "-"
+    said = [f"{profile['seconds_per_step'] * 1e3:.1f} ms/step"]
+    if profile["device_busy_share"] is not None:
+        said += [
+            f"GPU busy {profile['device_busy_share']:.0%}",
+            f"GPU {profile['device_seconds_per_step'] * 1e3:.1f} ms vs launching "
+            f"{profile['launch_seconds_per_step'] * 1e3:.1f} ms a step",
+            f"{profile['kernels_per_step']:g} kernels",
+            f"{profile['host_syncs_per_step']:g} host syncs",
+        ]
+    said += [f"{profile['host_reads_per_step']:g} host reads a step", f"top: {top[:60]}"]
+    return f"profile (steps {profile['skipped_steps'] + 1}-" + (
+        f"{profile['skipped_steps'] + profile['profiled_steps']}): " + ", ".join(said)
+    )
+
+
 def _bench_throughput(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
     """forgetbench's training loop and HF's Trainer on the same model, data and recipe."""
     from forgetbench.study.bench import BENCH_TRAIN_FILE, bench_train_throughput
@@ -79,7 +103,9 @@ def _bench_throughput(args: argparse.Namespace, config: RunConfig) -> dict[str, 
 
     quiet_transformers()
     out = Path(args.out)
-    report = bench_train_throughput(config, out, steps=args.steps, progress=not args.json)
+    report = bench_train_throughput(
+        config, out, steps=args.steps, progress=not args.json, profile=_profile(args)
+    )
     if not args.json:
         from forgetbench.report.console import print_rows
 
@@ -109,6 +135,9 @@ def _bench_throughput(args: argparse.Namespace, config: RunConfig) -> dict[str, 
             f"{report['max_loss_diff']:.2e} at step {report['max_loss_diff_step']} "
             f"(tolerance {report['loss_tolerance']:g}); report: {out / BENCH_TRAIN_FILE}"
         )
+        for name in ("forgetbench", "hf_trainer"):
+            if "profile" in report[name]:
+                print(f"{name} {profile_line(report[name]['profile'])}")
     if not report["losses_agree"]:
         raise TrainersDiffer(
             f"forgetbench's loop and HF's Trainer lose {report['max_loss_diff']:.3g} apart at step "
@@ -133,7 +162,7 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
             "forgetbench bench eval: --model and --data go together",
             "pass both, or neither for the built-in study's finetuned model at --scale",
         )
-    report = bench_eval(config, out, progress=not args.json)
+    report = bench_eval(config, out, progress=not args.json, profile=_profile(args))
     saved = out / BENCH_EVAL_FILE
     model_dir = report["model"]
     if not args.json:
@@ -161,6 +190,8 @@ def _bench_eval(args: argparse.Namespace, config: RunConfig) -> dict[str, Any]:
             f"{report['max_abs_diff']:.2e} at {report['max_abs_diff_at'] or '-'}; "
             f"identical: {str(report['identical']).lower()}; report: {saved}"
         )
+        for phase, profile in report["paths"]["fast"].get("profile", {}).items():
+            print(f"fast {phase} {profile_line(profile)}")
     if not report["identical"]:
         raise PathsDiffer(
             f"fast and naive evaluation differ beyond {report['tolerance']:g} "

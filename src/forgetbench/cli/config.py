@@ -11,22 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import (
-    DOCUMENT_BENCHMARKS,
-    FORGET_SPLITS,
-    RunConfig,
-    load_config,
-    load_given_plugins,
-)
+from forgetbench.config import RunConfig, load_config, load_given_plugins
+from forgetbench.config_names import DOCUMENT_BENCHMARKS, FORGET_SPLITS
 from forgetbench.errors import ConfigError, UnknownNameError
-from forgetbench.options import (
-    FLAGS,
-    SPLIT_CHOICES,
-    UNUSED,
-    UNUSED_WITH_A_MODEL,
-    flag_value,
-    unused_reason,
-)
+from forgetbench.options.arguments import flag_value
+from forgetbench.options.flags import FLAGS, SPLIT_CHOICES
+from forgetbench.options.unused import UNUSED, UNUSED_WITH_A_MODEL, unused_reason
 from forgetbench.study.given import builtin_models, given_data, trains_given_model
 
 # The layers below (the study's miniature, the device, the method registry) are imported where
@@ -216,7 +206,7 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
         )
 
 
-# The commands whose --help lists the registered methods (cli/parser.py's `_list_methods`).
+# The commands whose --help lists the registered methods (cli/flags.py's `_list_methods`).
 _LISTING_METHODS = ("run", "unlearn")
 
 

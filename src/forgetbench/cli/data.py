@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.cli.usage import UsageError
-from forgetbench.config import BENCHMARKS
+from forgetbench.config_names import BENCHMARKS
 from forgetbench.errors import UnknownNameError
 
-# Benchmarks whose released files `data stats` reads before any other command runs on them.
-STATS_BENCHMARKS = BENCHMARKS
+# Benchmarks whose released files `data stats` reads before any other command runs on them;
+# RWKU's are read and counted, not yet studied.
+STATS_BENCHMARKS = (*BENCHMARKS, "rwku")
 
 # The loaders and the console table are imported where they are used: they import the metrics
 # (scipy, numpy) and the miniature's generator, which `forgetbench --help` never needs.
@@ -27,7 +28,7 @@ def stats(args: argparse.Namespace) -> dict[str, Any]:
     if args.benchmark not in STATS_BENCHMARKS:
         raise UnknownNameError("benchmark", args.benchmark, STATS_BENCHMARKS)
     path = Path(args.path)
-    if args.benchmark in ("muse", "wmdp"):
+    if args.benchmark in ("muse", "wmdp", "rwku"):
         return _released_stats(args, path)
     if args.benchmark == "lume":
         from forgetbench.data.lume import lume_stats
@@ -47,16 +48,19 @@ def stats(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _released_stats(args: argparse.Namespace, path: Path) -> dict[str, Any]:
-    """MUSE's and WMDP's folders: the files found are counted even where others are missing or
-    malformed (printed first), then one sentence names every problem and the exit is non-zero."""
-    from forgetbench.data import muse, wmdp
+    """MUSE's, WMDP's and RWKU's folders: the files found are counted even where others are
+    missing or malformed (printed first), then one sentence names every problem and the exit is
+    non-zero."""
+    from forgetbench.data import muse, rwku, wmdp
     from forgetbench.data.released import problems_error
     from forgetbench.report.console import print_rows
 
     if args.benchmark == "muse":
         (rows, problems), name, hint = muse.muse_stats(path), "MUSE", muse.MUSE_HINT
-    else:
+    elif args.benchmark == "wmdp":
         (rows, problems), name, hint = wmdp.wmdp_stats(path), "WMDP", wmdp.WMDP_HINT
+    else:
+        (rows, problems), name, hint = rwku.rwku_stats(path), "RWKU", rwku.RWKU_HINT
     if not args.json and rows:
         print_rows(rows, title=f"{args.benchmark} data in {path}")
     if problems:

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 
 from forgetbench.cache import cache_root, require_usable_root
-from forgetbench.cli.parser import build_parser, parse_args
+from forgetbench.cli.parser import build_parser
+from forgetbench.cli.parsing import parse_args
 from forgetbench.errors import ConfigError, FilesystemError, ForgetbenchError, os_error_in
 from forgetbench.io import require_writable_dir
 

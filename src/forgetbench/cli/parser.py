@@ -1,17 +1,14 @@
-"""The parser of every command, its flags generated from the typed config (forgetbench.options):
-each command's handler lives in the module of its group (train, evaluate, study, bench, data,
-cache, compare, config)."""
+"""The parser of every command: the command tree, each command's own options and its handler,
+which lives in the module of its group (train, evaluate, study, bench, data, cache, compare,
+config). The options several commands share are cli/flags.py's (their flags generated from the
+typed config, forgetbench.options); how a command line is read, cli/parsing.py's."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import re
-import shutil
-import textwrap
 import typing
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 # Each command group's handlers, by module: a test can replace a handler in its module.
 import forgetbench.cli.bench as bench_cli
@@ -23,84 +20,12 @@ import forgetbench.cli.evaluate as evaluate_cli
 import forgetbench.cli.study as study_cli
 import forgetbench.cli.train as train_cli
 from forgetbench import __version__
-from forgetbench.cli.usage import UsageError
-from forgetbench.config import SCALES, EvalConfig
-from forgetbench.options import FLAGS, UNUSED, flag_help, flag_metavar, flag_type, unused_reason
+from forgetbench.cli.flags import _config_options, _debug_option, _list_methods, _strict_option
+from forgetbench.cli.parsing import _Parser
+from forgetbench.config_names import SCALES
+from forgetbench.config_sections import EvalConfig
 
 Handler = Callable[[argparse.Namespace], dict[str, Any]]
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse prints usage plus a message over several lines; we want one sentence. Help text
-    that needs heavy imports (the method registry, the miniature's recipe) is given as a callable
-    (`lazy_help` on an option, `lazy_epilog` on the parser) and built only when help is shown."""
-
-    lazy_epilog: Callable[[], str] | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.register("action", None, _StoreOnce)
-        self.register("action", "store", _StoreOnce)
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}", f"see '{self.prog} --help'")
-
-    def format_help(self) -> str:
-        for action in self._actions:
-            lazy = getattr(action, "lazy_help", None)
-            if lazy is not None:
-                action.help = lazy()
-        if self.lazy_epilog is not None:
-            self.epilog = self.lazy_epilog()
-        return super().format_help()
-
-
-class _StoreOnce(argparse._StoreAction):
-    """A flag given twice (`--out A --out B`) is refused, as one KEY=VALUE given twice is
-    (cli/config.py's `refuse_twice_set`): argparse would keep the last, silently."""
-
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
-        if option_string is not None:
-            given = namespace.__dict__.setdefault("_flags_given", {})
-            if self.dest in given:
-                first = given[self.dest]
-                both = option_string if first == option_string else f"{first} and {option_string}"
-                raise UsageError(
-                    f"{parser.prog} got {both}{' twice' if first == option_string else ''}, "
-                    "two values for one setting",
-                    "give it once",
-                )
-            given[self.dest] = option_string
-        super().__call__(parser, namespace, values, option_string)
-
-
-def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    # argparse takes a positional list only once, so `run a=1 --splits forget10 b=2` would
-    # reject `b=2`; KEY=VALUE overrides may go anywhere after the command.
-    if {"-h", "--help"} & set(argv):
-        # Before argparse prints the help: it lists the methods the plugins register.
-        config_cli.load_help_plugins(argv)
-    args, extra = parser.parse_known_args(argv)
-    overrides = [a for a in extra if _OVERRIDE.match(a)]
-    if overrides and hasattr(args, "overrides"):
-        args.overrides = [*args.overrides, *overrides]
-        extra = [a for a in extra if a not in overrides]
-    if extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return args
-
-
-_OVERRIDE = re.compile(r"^[A-Za-z_][\w.]*=")
-
-
-def _strict_option(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument(
-        "--strict",
-        action="store_true",
-        help="exit 1 when a validity gate fails (the finetuned model is not told apart from the "
-        "retain model, never learnt the forget set, or has zero utility); the results are "
-        "written either way",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -331,6 +256,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="train with --model or model.size: time N optimizer steps of the full split "
         "(0 = all of it), forgetbench's loop against HF's Trainer",
     )
+    bench.add_argument(
+        "--profile",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="train with a given model, eval with --model: profile a few steady steps with "
+        "torch.profiler into the report (auto: on a GPU; on: the CPU profile too)",
+    )
     _config_options(bench, "bench")
 
     report = command("report", study_cli.report, "rebuild the HTML report from a results folder")
@@ -346,92 +278,3 @@ COMMAND_ORDER = (
     "run", "finetune", "unlearn", "eval", "compare", "report", "attack", "sweep", "meta-eval",
     "sanity", "data", "config", "cache", "bench",
 )  # fmt: skip
-
-
-def _list_methods(sub: argparse.ArgumentParser) -> None:
-    """Every registered method with its one line, under the command's options: built when help
-    is shown, since the registry imports torch."""
-    sub.formatter_class = argparse.RawDescriptionHelpFormatter
-
-    def methods() -> str:
-        from forgetbench.methods.base import get_method, method_names, method_summary
-        from forgetbench.methods.plugins import plugin_file
-
-        names = method_names()
-        width = max(len(name) for name in names) + 4
-        columns = min(100, shutil.get_terminal_size().columns) - 2
-        lines = ["methods (options as method.<option>=VALUE; docs/methods.md):"]
-        for name in names:
-            origin = plugin_file(get_method(name))
-            lines += textwrap.wrap(
-                method_summary(name) + (f" (plugin: {origin})" if origin else ""),
-                width=columns,
-                initial_indent=f"  {name:<{width - 2}}",
-                subsequent_indent=" " * width,
-                break_on_hyphens=False,
-                break_long_words=False,  # a plugin's path stays whole, to copy
-            )
-        return "\n".join(lines)
-
-    sub.lazy_epilog = methods  # type: ignore[attr-defined]
-
-
-def _debug_option(parser: argparse.ArgumentParser) -> None:
-    # Accepted before or after the command; main() reads it from argv, so it holds even when
-    # parsing fails.
-    parser.add_argument(
-        "--debug",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="on an error, show the Python traceback (for bug reports); or FORGETBENCH_DEBUG=1",
-    )
-
-
-def _config_options(sub: argparse.ArgumentParser, command: str) -> None:
-    # Generated from forgetbench.options. A flag the command does not read is still parsed, so
-    # it is refused by name with the reason (`_refuse_unused`), but hidden from its --help.
-    sub.set_defaults(command=command)
-    sweep = command == "sweep"  # a sweep is defined by its file
-    sub.add_argument(
-        "--config",
-        required=sweep,
-        help="run config with a sweep section (docs/sweeps.md)"
-        if sweep
-        else "YAML run config (docs/config.md)",
-    )
-    for flag in FLAGS:
-        unused = unused_reason(UNUSED[command], flag.key_for(command))
-        # An alias (run's --method for --methods) is named on its plural's line instead.
-        hidden = unused or command in flag.alias_in
-        action = sub.add_argument(
-            flag.name,
-            action="append" if flag.repeat else "store",
-            type=flag_type(flag, command),
-            metavar=flag_metavar(flag, command),
-            required=command in flag.required,
-            help=argparse.SUPPRESS if hidden else "",
-        )
-        if not hidden:
-            action.lazy_help = functools.partial(flag_help, flag, command)  # type: ignore[attr-defined]
-    example = _OVERRIDE_EXAMPLES.get(command, "eval.batch_size=8")
-    sub.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help=f"config overrides (docs/config.md), e.g. {example}",
-    )
-
-
-# A key each command reads (tests/test_options.py checks it is accepted), for its --help.
-_OVERRIDE_EXAMPLES = {
-    "config": "train.lr=2e-5",
-    "finetune": "train.lr=2e-5",
-    "unlearn": "unlearn.batch_size=16",
-    "eval": "eval.max_questions=300",
-    "run": "study.seeds=[0,1,2]",
-    "attack": "attack.relearn_epochs=2",
-    "sweep": "eval.batch_size=8",
-    "meta-eval": "eval.batch_size=8",
-    "sanity": "eval.batch_size=8",
-    "bench": "eval.batch_size=8",
-}

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.muse_wmdp import print_muse_wmdp
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
     from forgetbench.report.validity import print_validity
-    from forgetbench.rows import leaderboard
+    from forgetbench.rows import leaderboard, reference_entries
     from forgetbench.study.pool import quiet_transformers
     from forgetbench.study.run import run_study
     from forgetbench.validity import ranks
@@ -63,9 +63,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # The gates first: a leaderboard is only printed when its rows can be ranked.
             print_validity(validity)
             if ranks(validity):
-                print_leaderboard(
-                    leaderboard([r for r in results["rows"] if r["split"] not in same])
-                )
+                shown = [r for r in results["rows"] if r["split"] not in same]
+                print_leaderboard(leaderboard(shown), references=reference_entries(shown))
             else:
                 print(
                     "leaderboard withheld: the report shows the rows greyed, under the same banner"
@@ -74,6 +73,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(
                 f"{split} = {computed} here (the same questions): computed once, shown as {computed}"
             )
+        if results.get("reused"):
+            reused = ", ".join(results["reused"])
+            print(f"reused from this folder's earlier run (not retrained): {reused}")
         print(f"results: {out / 'results.json'}, {out / 'results.csv'}")
         print(f"report:  {report}")
     for note in lume_mmlu_notes(results["rows"]):

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import torch
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.eval.distributed import sharded_map
 from forgetbench.eval.outputs import (
     AnswerScore,

@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.logs import SET_FILES, EvalLog
 from forgetbench.device import (
     matmul_peak_flop_per_s,
@@ -50,6 +50,7 @@ from forgetbench.eval.requests import Generate, Score
 from forgetbench.eval.summary import summarize
 from forgetbench.eval.tasks.tofu import evaluate_tofu
 from forgetbench.modeling import PromptTemplate
+from forgetbench.profiling import StepProfiler
 from forgetbench.records import QARecord
 
 # Absolute, on every number of the log and of the summary, with two rescalings where 1e-5 would
@@ -66,6 +67,7 @@ SUMMED_LOSSES = {
     "perturb_loss": "num_token_perturb",
 }
 PHASES = ("scoring", "generation")
+PROFILE_SKIP, PROFILE_STEPS = 2, 8  # model calls skipped, then profiled, per phase
 
 
 class PathsDiffer(ForgetbenchError):
@@ -83,6 +85,8 @@ class Meter:
     real_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     projections: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     current: str | None = None
+    # Per phase, a profile of a few model calls (each forward pass a step), when asked.
+    profilers: dict[str, StepProfiler] = field(default_factory=dict)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -91,6 +95,8 @@ class Meter:
         try:
             yield
         finally:
+            if name in self.profilers:  # a window never spans another phase's work
+                self.profilers[name].close()
             self.seconds[name] += time.perf_counter() - started
             self.current = previous
 
@@ -98,6 +104,8 @@ class Meter:
     def attached(self, model: Any) -> Iterator[Meter]:
         def count_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
             ids = kwargs.get("input_ids", args[0] if args else None)
+            if self.current in self.profilers:
+                self.profilers[self.current].step()
             if ids is not None and self.current is not None:
                 self.model_tokens[self.current] += int(ids.numel())
                 # The mask spans the cached positions too: the last columns are this call's.
@@ -228,10 +236,12 @@ def bench_evaluation(
     max_new_tokens: int,
     batch_size: int | str,
     max_length: int = 512,
+    profile: bool | None = None,
 ) -> dict[str, Any]:
     """Run both backends on the same model and sets (naive first, after one warm-up question) and
     report times, throughput, peak memory and how far apart their numbers are. Raises nothing on
-    a mismatch: the caller decides (the CLI exits non-zero)."""
+    a mismatch: the caller decides (the CLI exits non-zero). `profile` (default: on a GPU) adds
+    the fast path's profile per phase: model calls 3-10 of scoring and of generation."""
     records = [r for name in SET_FILES for r in sets.get(name, ())]
     if not records:
         raise DataError("no evaluation questions to time", "check --data and --split")
@@ -258,6 +268,11 @@ def bench_evaluation(
     reset_peak_memory()
     # The fast path as every evaluation builds it; the config only carries the batch size here.
     fast_backend = evaluation_backend(model, tokenizer, EvalConfig(batch_size=batch_size))
+    device = next(model.parameters()).device
+    if device.type == "cuda" if profile is None else profile:
+        fast_meter.profilers = {
+            phase: StepProfiler(device, skip=PROFILE_SKIP, steps=PROFILE_STEPS) for phase in PHASES
+        }
     with fast_meter.attached(model):
         started = time.perf_counter()
         fast = evaluate_tofu(
@@ -280,6 +295,8 @@ def bench_evaluation(
             naive_meter, naive_seconds, len(records), scored + generated, n_params, naive_rss
         ),
     }
+    if fast_meter.profilers:
+        paths["fast"]["profile"] = {k: p.summary() for k, p in fast_meter.profilers.items()}
     return {
         "questions": len(records),
         "sets": {name: len(sets[name]) for name in SET_FILES if name in sets},

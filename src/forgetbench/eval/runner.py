@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.logs import EvalLog, read_eval_log, write_eval_log
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.backend import evaluation_backend

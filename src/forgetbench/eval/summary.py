@@ -78,3 +78,21 @@ def compare(
         result[f"{set_name}/reference_questions"] = len(ref)
         result[f"{set_name}/matched_by"] = matched_by
     return result
+
+
+def held_out_scores(
+    reference: EvalLog, candidate: EvalLog, *, form: TruthRatioForm = "tofu_code"
+) -> dict[str, float]:
+    """Forget quality on the two halves of the forget questions (`tofu.held_out_quality`), the
+    candidate's truth ratios matched to the reference's questions as `compare` matches them:
+    `forget_quality/selection`, `forget_quality/held_out` and the held-out one's bootstrap
+    interval over questions. Empty with fewer than 4 shared questions."""
+    ref = reference.require("forget", purpose="the KS test")
+    cand = candidate.require("forget", purpose="the KS test")
+    match = match_questions(reference, candidate, "forget")
+    ratios = tofu.truth_ratio(cand.paraphrased_loss, cand.perturbed_loss, form=form)[match.indices]
+    reference_ratios = tofu.truth_ratio(ref.paraphrased_loss, ref.perturbed_loss, form=form)
+    if len(ratios) < 4 or len(ratios) != len(reference_ratios):
+        return {}
+    found = tofu.held_out_quality(ratios, reference_ratios)
+    return {f"forget_quality/{key}": value for key, value in found.items()}

@@ -31,13 +31,25 @@ def answer_token_logprobs(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tenso
     return logps.squeeze(-1) * mask, mask
 
 
+def require(condition: Tensor, message: str) -> None:
+    """Raise ValueError(`message`) unless the one-element bool tensor `condition` holds. The
+    device checks it (`torch._assert_async`): a GPU training step never waits for the answer,
+    and a failure ends the run at the step's read (a device-side assertion, where CUDA keeps no
+    message); the CPU checks at once."""
+    try:
+        torch._assert_async(condition, message)
+    except RuntimeError as exc:
+        raise ValueError(message) from exc
+
+
 def per_sample_nll(logits: Tensor, labels: Tensor) -> Tensor:
     """(B, T, V), (B, T) -> (B,): mean NLL over each sample's answer tokens (TOFU's finetuning
     loss before the batch mean). A sample with no answer token is an error upstream."""
     logps, mask = answer_token_logprobs(logits, labels)
     counts = mask.sum(dim=1)
-    if torch.any(counts == 0):
-        raise ValueError("a sample has no answer tokens; the prompt filled the whole max_length")
+    require(
+        (counts > 0).all(), "a sample has no answer tokens; the prompt filled the whole max_length"
+    )
     return -logps.sum(dim=1) / counts
 
 
@@ -57,8 +69,9 @@ def _check_pair(logps: Tensor, mask: Tensor, what: str) -> None:
 def answer_lengths(mask: Tensor) -> Tensor:
     """(B, T-1) bool -> (B,) float: |y|, the number of answer tokens of each sample."""
     counts = mask.sum(dim=1)
-    if torch.any(counts == 0):
-        raise ValueError("a sample has no answer tokens; the prompt filled the whole max_length")
+    require(
+        (counts > 0).all(), "a sample has no answer tokens; the prompt filled the whole max_length"
+    )
     return counts.to(torch.float32)
 
 
@@ -101,8 +114,7 @@ def token_mean(values: Tensor, mask: Tensor, reduction: str) -> Tensor:
     _check_pair(values, mask, "token_mean")
     mask = mask.bool()
     count = mask.sum()
-    if count == 0:
-        raise ValueError("token_mean: no sample of the batch has a token left to average")
+    require(count > 0, "token_mean: no sample of the batch has a token left to average")
     return (values.float() * mask).sum() / count
 
 
@@ -124,8 +136,7 @@ def answer_mean(values: Tensor, mask: Tensor) -> Tensor:
     mask = mask.bool()
     counts = mask.sum(dim=1)
     present = counts > 0
-    if not torch.any(present):
-        raise ValueError("answer_mean: no sample of the batch has a token left to average")
+    require(present.any(), "answer_mean: no sample of the batch has a token left to average")
     per_sample = (values * mask).sum(dim=1)[present] / counts[present].to(values.dtype)
     return per_sample.mean()
 

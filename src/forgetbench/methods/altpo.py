@@ -42,6 +42,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll, sequence_logprob
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -85,7 +86,7 @@ class AltPO:
             return self.needs - {"retain_logps", "retain_mask"}
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         chosen = sequence_logprob(inputs.alternate_logps, inputs.alternate_mask)
         chosen_ref = sequence_logprob(inputs.ref_alternate_logps.detach(), inputs.alternate_mask)
@@ -95,13 +96,13 @@ class AltPO:
             chosen, chosen_ref, rejected, rejected_ref, beta=self.beta, scale=2.0 / self.beta
         )
         parts = {
-            "altpo": preference.item(),
+            "altpo": preference.detach(),
             "forget_nll": batch_nll(
                 inputs.forget_logps, inputs.forget_mask, self.loss_reduction
-            ).item(),
+            ).detach(),
             "alternate_nll": batch_nll(
                 inputs.alternate_logps, inputs.alternate_mask, self.loss_reduction
-            ).item(),
+            ).detach(),
         }
         total = self.forget_weight * preference
         return plus_retain_nll(

@@ -26,6 +26,10 @@ from forgetbench.errors import ConfigError, did_you_mean
 from forgetbench.methods._terms import LOSS_REDUCTIONS, batch_nll, next_token_kl
 from forgetbench.registry import Registry
 
+# A loss's named parts, for the log: 0-d tensors (detached), which the training loop reads once
+# per optimizer step so that logging never waits on the device mid-step, or plain floats.
+Parts = dict[str, "Tensor | float"]
+
 
 @dataclass(frozen=True)
 class UnlearnInputs:
@@ -91,7 +95,8 @@ class UnlearnMethod(Protocol):
     `needs` names the `UnlearnInputs` fields the method uses with its default options;
     `required_inputs()` is the same set for this instance's options (e.g. `retain_loss="kl"`
     swaps retain log-probs for retain logits). `loss` returns the scalar to minimise and its named
-    parts as floats for logging.
+    parts for logging (`Parts`: detached 0-d tensors, never `.item()`, which would stop the
+    device mid-step).
     """
 
     name: ClassVar[str]
@@ -99,7 +104,7 @@ class UnlearnMethod(Protocol):
 
     def required_inputs(self) -> frozenset[str]: ...
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]: ...
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]: ...
 
 
 # Optional parts of the contract. The engine asks for each by protocol, never by method name, so a
@@ -184,7 +189,7 @@ class StatefulMethod(Protocol):
 
     def stateful_loss(
         self, inputs: UnlearnInputs, state: dict[str, float]
-    ) -> tuple[Tensor, dict[str, float], dict[str, Tensor]]: ...
+    ) -> tuple[Tensor, Parts, dict[str, Tensor]]: ...
 
     def next_state(
         self, state: dict[str, float], observed: dict[str, float], *, epoch: int
@@ -315,7 +320,7 @@ def retain_regulariser(
 
 def plus_retain_nll(
     total: Tensor,
-    parts: dict[str, float],
+    parts: Parts,
     inputs: UnlearnInputs,
     *,
     weight: float,
@@ -327,7 +332,7 @@ def plus_retain_nll(
     if weight <= 0:
         return total
     retain, part = retain_regulariser(inputs, loss="nll", reduction=reduction)
-    parts[part] = retain.item()
+    parts[part] = retain.detach()
     return total + weight * retain
 
 

@@ -38,6 +38,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import batch_nll, soft_cross_entropy, token_mean
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -98,7 +99,7 @@ class CEU:
             return self.needs | {"retain_logps", "retain_mask"}
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         counted = skip_first_tokens(inputs.forget_mask, self.ignore_first_answer_tokens)
         if torch.any(counted.any(dim=1)):
@@ -111,10 +112,10 @@ class CEU:
         else:  # every answer of the batch is shorter than the skipped prefix: nothing to unlearn
             forget_term = inputs.forget_logits.sum() * 0.0
         parts = {
-            "ce_u": forget_term.item(),
+            "ce_u": forget_term.detach(),
             "forget_nll": batch_nll(
                 inputs.forget_logps, inputs.forget_mask, self.loss_reduction
-            ).item(),
+            ).detach(),
         }
         total = self.forget_weight * forget_term
         return plus_retain_nll(

@@ -29,6 +29,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll, sequence_logprob
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_choice,
     check_nonnegative,
@@ -89,7 +90,7 @@ class DPO:
             return self.needs | {"retain_logps", "retain_mask"}
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         chosen = sequence_logprob(inputs.refusal_logps, inputs.refusal_mask)
         chosen_ref = sequence_logprob(inputs.ref_refusal_logps.detach(), inputs.refusal_mask)
@@ -100,14 +101,14 @@ class DPO:
             chosen, chosen_ref, rejected, rejected_ref, beta=self.beta, scale=scale
         )
         parts = {
-            "dpo": preference.item(),
+            "dpo": preference.detach(),
             "forget_nll": batch_nll(
                 inputs.forget_logps, inputs.forget_mask, self.loss_reduction
-            ).item(),
+            ).detach(),
         }
         total = preference
         if self.retain_weight > 0:
             retain_nll = batch_nll(inputs.retain_logps, inputs.retain_mask, self.loss_reduction)
-            parts["retain_nll"] = retain_nll.item()
+            parts["retain_nll"] = retain_nll.detach()
             total = total + self.retain_weight * retain_nll
         return total, parts

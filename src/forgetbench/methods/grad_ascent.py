@@ -24,6 +24,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_positive,
     check_reduction,
@@ -54,8 +55,8 @@ class GradAscent:
     def required_inputs(self) -> frozenset[str]:
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         forget_nll = batch_nll(inputs.forget_logps, inputs.forget_mask, self.loss_reduction)
         total = self.forget_weight * grad_ascent_loss(forget_nll)
-        return total, {"forget_nll": forget_nll.item()}
+        return total, {"forget_nll": forget_nll.detach()}

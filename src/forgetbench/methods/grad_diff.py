@@ -22,6 +22,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -58,14 +59,14 @@ class GradDiff:
             return frozenset({"forget_logps", "forget_mask"})
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         forget_nll = batch_nll(inputs.forget_logps, inputs.forget_mask, self.loss_reduction)
-        parts = {"forget_nll": forget_nll.item()}
+        parts = {"forget_nll": forget_nll.detach()}
         retain_nll = forget_nll.new_zeros(1)
         if self.retain_weight > 0:
             retain_nll = batch_nll(inputs.retain_logps, inputs.retain_mask, self.loss_reduction)
-            parts["retain_nll"] = retain_nll.item()
+            parts["retain_nll"] = retain_nll.detach()
         total = grad_diff_loss(
             forget_nll,
             retain_nll,

@@ -27,6 +27,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -63,14 +64,14 @@ class IDK:
             return frozenset({"refusal_logps", "refusal_mask"})
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         idk_nll = batch_nll(inputs.refusal_logps, inputs.refusal_mask, self.loss_reduction)
-        parts = {"idk_nll": idk_nll.item()}
+        parts = {"idk_nll": idk_nll.detach()}
         retain_nll = idk_nll.new_zeros(1)
         if self.retain_weight > 0:
             retain_nll = batch_nll(inputs.retain_logps, inputs.retain_mask, self.loss_reduction)
-            parts["retain_nll"] = retain_nll.item()
+            parts["retain_nll"] = retain_nll.detach()
         total = idk_loss(
             idk_nll, retain_nll, idk_weight=self.idk_weight, retain_weight=self.retain_weight
         )

@@ -39,6 +39,7 @@ from forgetbench.methods._terms import batch_nll
 from forgetbench.methods.base import (
     KL_POSITIONS,
     METHODS,
+    Parts,
     UnlearnInputs,
     check_choice,
     check_nonnegative,
@@ -85,9 +86,9 @@ class KL:
     def required_inputs(self) -> frozenset[str]:
         return frozenset({"forget_logps", "forget_mask"}) | kl_inputs(self.kl_positions)
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         forget_nll = batch_nll(inputs.forget_logps, inputs.forget_mask, self.loss_reduction)
         kl = retain_kl(inputs, kl_positions=self.kl_positions)
         total = kl_loss(forget_nll, kl, forget_weight=self.forget_weight, kl_weight=self.kl_weight)
-        return total, {"forget_nll": forget_nll.item(), "retain_kl": kl.item()}
+        return total, {"forget_nll": forget_nll.detach(), "retain_kl": kl.detach()}

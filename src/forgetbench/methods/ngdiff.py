@@ -58,6 +58,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import batch_nll, global_grad_norm
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_choice,
     check_positive,
@@ -299,8 +300,8 @@ class NGDiff:
             forget_loss, retain_loss, forget_grad_norm=forget_norm, retain_grad_norm=retain_norm
         )
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         """L_R - L_F (GradDiff's objective), for logging: NGDiff does NOT step along its gradient
         — the engine uses `task_losses` and `combine_gradients` (it is a `TwoTaskMethod`)."""
         forget, retain = self.task_losses(inputs)
-        return retain - forget, {"forget_nll": forget.item(), "retain_nll": retain.item()}
+        return retain - forget, {"forget_nll": forget.detach(), "retain_nll": retain.detach()}

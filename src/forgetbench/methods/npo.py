@@ -37,6 +37,7 @@ from forgetbench.methods.base import (
     KL_POSITIONS,
     METHODS,
     RETAIN_LOSSES,
+    Parts,
     UnlearnInputs,
     check_choice,
     check_nonnegative,
@@ -87,7 +88,7 @@ class NPO:
             return forget
         return forget | retain_inputs(self.retain_loss, self.kl_positions)
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         logp = sequence_logprob(inputs.forget_logps, inputs.forget_mask)  # (B,)
         ref_logp = sequence_logprob(inputs.ref_forget_logps.detach(), inputs.forget_mask)
@@ -96,10 +97,10 @@ class NPO:
             logp, ref_logp = logp / lengths, ref_logp / lengths
         forget_term = npo_loss(logp, ref_logp, beta=self.beta)
         parts = {
-            "npo": forget_term.item(),
+            "npo": forget_term.detach(),
             "forget_nll": batch_nll(
                 inputs.forget_logps, inputs.forget_mask, self.loss_reduction
-            ).item(),
+            ).detach(),
         }
         total = self.forget_weight * forget_term
         if self.retain_weight > 0:
@@ -109,6 +110,6 @@ class NPO:
                 kl_positions=self.kl_positions,
                 reduction=self.loss_reduction,
             )
-            parts[part] = retain.item()
+            parts[part] = retain.detach()
             total = total + self.retain_weight * retain
         return total, parts

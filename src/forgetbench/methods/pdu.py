@@ -54,6 +54,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import batch_nll, token_mean
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_finite,
     check_nonnegative,
@@ -120,7 +121,7 @@ class PDU:
 
     def stateful_loss(
         self, inputs: UnlearnInputs, state: dict[str, float]
-    ) -> tuple[Tensor, dict[str, float], dict[str, Tensor]]:
+    ) -> tuple[Tensor, Parts, dict[str, Tensor]]:
         require_inputs(self.name, inputs, self.required_inputs())
         reduction = self.loss_reduction
         forget_term = flattening_loss(inputs.forget_logits, inputs.forget_mask, reduction=reduction)
@@ -129,9 +130,9 @@ class PDU:
         # the Lagrangian.
         total = self.forget_weight * forget_term + state["dual"] * (retain_nll - self.retain_eps)
         parts = {
-            "flattening": forget_term.item(),
-            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).item(),
-            "retain_nll": retain_nll.item(),
+            "flattening": forget_term.detach(),
+            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).detach(),
+            "retain_nll": retain_nll.detach(),
         }
         return total, parts, {"retain_nll": retain_nll.detach()}
 
@@ -149,6 +150,6 @@ class PDU:
             )
         }
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         total, parts, _ = self.stateful_loss(inputs, self.initial_state())
         return total, parts

@@ -47,8 +47,10 @@ import torch
 from torch import Tensor
 
 from forgetbench.errors import ConfigError
+from forgetbench.methods._terms import require
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_choice,
     check_nonnegative,
@@ -83,8 +85,7 @@ def masked_token_sq_distance(
     per_token = squared.sum(dim=-1) if hidden_reduction == "sum" else squared.mean(dim=-1)
     mask = mask.bool()
     counts = mask.sum(dim=1)
-    if torch.any(counts == 0):
-        raise ValueError("rmu: a sample has no token selected by its hidden-state mask")
+    require((counts > 0).all(), "rmu: a sample has no token selected by its hidden-state mask")
     return ((per_token * mask).sum(dim=1) / counts).mean()
 
 
@@ -279,7 +280,7 @@ class RMU:
                 "check the layer indices against the model's depth",
             )
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         total, forget, retain = rmu_loss(
             inputs.forget_hidden,
@@ -292,4 +293,4 @@ class RMU:
             alpha=self.alpha,
             hidden_reduction=self.hidden_reduction,
         )
-        return total, {"rmu_forget": forget.item(), "rmu_retain": retain.item()}
+        return total, {"rmu_forget": forget.detach(), "rmu_retain": retain.detach()}

@@ -31,6 +31,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll, token_mean
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -85,7 +86,7 @@ class SatImp:
             return frozenset({"forget_logps", "forget_mask"})
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         reduction = self.loss_reduction
         forget_term = satimp_loss(
@@ -96,8 +97,8 @@ class SatImp:
             reduction=reduction,
         )
         parts = {
-            "satimp": forget_term.item(),
-            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).item(),
+            "satimp": forget_term.detach(),
+            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).detach(),
         }
         total = self.forget_weight * forget_term
         return plus_retain_nll(

@@ -38,6 +38,7 @@ from forgetbench.methods.base import (
     KL_POSITIONS,
     METHODS,
     RETAIN_LOSSES,
+    Parts,
     UnlearnInputs,
     check_choice,
     check_finite,
@@ -90,13 +91,13 @@ class SimNPO:
             return forget
         return forget | retain_inputs(self.retain_loss, self.kl_positions)
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         avg_logp = sequence_logprob(inputs.forget_logps, inputs.forget_mask) / answer_lengths(
             inputs.forget_mask
         )  # (B,)
         forget_term = simnpo_loss(avg_logp, beta=self.beta, gamma=self.gamma)
-        parts = {"simnpo": forget_term.item(), "forget_nll": (-avg_logp).mean().item()}
+        parts = {"simnpo": forget_term.detach(), "forget_nll": (-avg_logp).mean().detach()}
         total = self.forget_weight * forget_term
         if self.retain_weight > 0:
             retain, part = retain_regulariser(
@@ -105,6 +106,6 @@ class SimNPO:
                 kl_positions=self.kl_positions,
                 reduction=self.loss_reduction,
             )
-            parts[part] = retain.item()
+            parts[part] = retain.detach()
             total = total + self.retain_weight * retain
         return total, parts

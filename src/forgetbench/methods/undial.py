@@ -41,6 +41,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll, soft_cross_entropy, token_mean
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -100,7 +101,7 @@ class UNDIAL:
             return self.needs | {"retain_logps", "retain_mask"}
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         forget_term = undial_loss(
             inputs.forget_logits,
@@ -111,10 +112,10 @@ class UNDIAL:
             reduction=self.loss_reduction,
         )
         parts = {
-            "undial": forget_term.item(),
+            "undial": forget_term.detach(),
             "forget_nll": batch_nll(
                 inputs.forget_logps, inputs.forget_mask, self.loss_reduction
-            ).item(),
+            ).detach(),
         }
         total = self.forget_weight * forget_term
         return plus_retain_nll(

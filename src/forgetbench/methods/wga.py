@@ -32,6 +32,7 @@ from torch import Tensor
 from forgetbench.methods._terms import batch_nll, token_mean
 from forgetbench.methods.base import (
     METHODS,
+    Parts,
     UnlearnInputs,
     check_nonnegative,
     check_positive,
@@ -77,15 +78,15 @@ class WGA:
             return frozenset({"forget_logps", "forget_mask"})
         return self.needs
 
-    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, dict[str, float]]:
+    def loss(self, inputs: UnlearnInputs) -> tuple[Tensor, Parts]:
         require_inputs(self.name, inputs, self.required_inputs())
         reduction = self.loss_reduction
         forget_term = wga_loss(
             inputs.forget_logps, inputs.forget_mask, beta=self.beta, reduction=reduction
         )
         parts = {
-            "wga": forget_term.item(),
-            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).item(),
+            "wga": forget_term.detach(),
+            "forget_nll": batch_nll(inputs.forget_logps, inputs.forget_mask, reduction).detach(),
         }
         total = self.forget_weight * forget_term
         return plus_retain_nll(

@@ -165,3 +165,70 @@ def forget_quality(
     """TOFU forget quality: the KS p-value between the forget-set truth ratios of the evaluated
     model and of a model never trained on the forget set. High = indistinguishable."""
     return ks_test(candidate_forget_ratio, retain_model_forget_ratio)[1]
+
+
+# The leaderboard's held-out forget quality (docs/report.md#which-step): the step is chosen on
+# the selection half of the forget questions and reported on the other half, so the number shown
+# is not the maximum of several noisy p-values over the same questions.
+HALF_RESAMPLES = 1000
+HALF_SEED = 0
+
+
+def halves(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(selection, held-out) question indices: the even-numbered and the odd-numbered questions.
+    TOFU lists each author's questions together, so both halves ask about every author."""
+    order = np.arange(n)
+    return order[0::2], order[1::2]
+
+
+@register_metric(
+    "forget_quality_held_out",
+    direction="higher",
+    version=1,
+    aggregation="ks_pvalue",
+    definition=(
+        "forget quality on the odd-numbered forget questions (the step is chosen on the even-"
+        "numbered ones), with its 95% bootstrap interval over those questions."
+    ),
+)
+def held_out_quality(
+    candidate: np.ndarray, reference: np.ndarray, *, resamples: int = HALF_RESAMPLES
+) -> dict[str, float]:
+    """Forget quality on each half of the same questions (`candidate[i]` and `reference[i]`: one
+    question's truth ratio under the evaluated and the retain model): `selection` and `held_out`,
+    and the held-out one's 95% percentile-bootstrap interval over its questions (`held_out_low`,
+    `held_out_high`: the questions resampled with replacement, both models' ratios together;
+    numpy `default_rng(HALF_SEED)`), which shows how far a KS p-value over so few questions moves
+    with the questions asked."""
+    candidate, reference = np.asarray(candidate, float), np.asarray(reference, float)
+    if candidate.shape != reference.shape or candidate.size < 4:
+        raise ValueError("held-out forget quality needs the same >= 4 questions on both sides")
+    select, held = halves(candidate.size)
+    rng = np.random.default_rng(HALF_SEED)
+    picks = rng.integers(0, held.size, size=(resamples, held.size))
+    # scipy's two-sided exact p-value depends on the statistic and the two sizes only, and with
+    # equal sizes n the statistic is a multiple of 1/n: one KS test per distinct statistic.
+    found: dict[int, float] = {}
+    boot = []
+    for pick in picks:
+        x, y = candidate[held][pick], reference[held][pick]
+        key = _ks_count(x, y)
+        if key not in found:
+            found[key] = ks_test(x, y)[1]
+        boot.append(found[key])
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return {
+        "selection": ks_test(candidate[select], reference[select])[1],
+        "held_out": ks_test(candidate[held], reference[held])[1],
+        "held_out_low": float(low),
+        "held_out_high": float(high),
+    }
+
+
+def _ks_count(x: np.ndarray, y: np.ndarray) -> int:
+    """The KS statistic of two samples of the same size n, times n (an integer), as scipy
+    computes the statistic (the largest gap between the two empirical CDFs)."""
+    xs, ys = np.sort(x), np.sort(y)
+    points = np.concatenate([xs, ys])
+    gap = np.searchsorted(xs, points, side="right") - np.searchsorted(ys, points, side="right")
+    return int(np.max(np.abs(gap)))

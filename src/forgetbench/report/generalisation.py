@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from forgetbench.generalisation import ENTAILED, generalisation
-from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text
+from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text
 from forgetbench.rows import Row
 
 BARS = (("forget", "forget set"), *((k, k.replace("_", "-")) for k in ENTAILED))

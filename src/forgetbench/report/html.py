@@ -26,6 +26,7 @@ from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.metrics.mia_roc import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
+from forgetbench.report.figure import slug
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.generalisation import generalisation_bars
 from forgetbench.report.meta_plot import meta_eval_plot
@@ -156,6 +157,12 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         privleak_column=any(key == "privleak" for key, _ in columns),
         probe_min_gap=MIN_GAP,
         board=board,
+        board_caption=tables.board_caption(board),
+        over_bars={
+            "rouge": f"{row_math.OVER_ROUGE_RATIO:g}",
+            "privleak": f"{row_math.OVER_PRIVLEAK:g}",
+            "degenerate": f"{row_math.OVER_DEGENERATE:g}",
+        },
         references=references,
         seeds=seeds,
         columns=columns,
@@ -170,6 +177,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         examples=_examples(examples, board),
         metric_versions=list(results.metric_versions.items()),
         config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
+        settings=tables.settings_table(rows),
         utility_ratio=f"{row_math.UTILITY_RATIO:g}",
         mmlu_threshold=f"{MMLU_THRESHOLD:g}",
         findings=check_findings(rows),
@@ -306,7 +314,7 @@ def _figures(rows: Sequence[row_math.Row]) -> tuple[dict[str, PlotGroup], list[s
             if split not in drawable:
                 notes.append(f"{title} on {split}: omitted, results.json has no {missing} for it.")
                 continue
-            figure_id = _unique(f"{kind}-{plots.slug(split)}", used)
+            figure_id = _unique(f"{kind}-{slug(split)}", used)
             # The one string not escaped: matplotlib writes the SVG and escapes the text in it
             # (method and split names included), which tests/report checks with hostile names.
             drawn = frozenset(

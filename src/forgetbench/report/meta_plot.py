@@ -1,5 +1,5 @@
 """The meta-evaluation's figure (which metrics can be trusted), as inline SVG like the study's
-plots (forgetbench.report.plots: same style, same determinism)."""
+plots (forgetbench.report.figure: same style, same determinism)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from matplotlib.patches import Patch
 
-from forgetbench.report.plots import _PALETTE, _new_figure, _no_data, _style, _svg, _text
+from forgetbench.report.figure import _PALETTE, _new_figure, _no_data, _style, _svg, _text
 
 
 def _spread(

@@ -20,13 +20,15 @@ from forgetbench.criteria import (
     muse_met,
     wmdp_accuracy,
 )
+from forgetbench.overunlearning import OVER_PRIVLEAK, OVER_ROUGE_RATIO
 from forgetbench.report.console import _console
-from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.report.tables import format_cell, format_privleak
 from forgetbench.rows import UTILITY_RATIO, Row
 
 MARKS = {True: "yes", False: "no", None: "—"}
-MUSE_HEAD = ["model", "step", "VerbMem forget", "KnowMem forget", "PrivLeak", "KnowMem retain"]
+MUSE_HEAD = ["model", "step", "VerbMem forget", "KnowMem forget", "PrivLeak", "KnowMem retain",
+             "over-unlearning"]  # fmt: skip
 _MUSE_CRITERIA_TITLES = [title for _, title in MUSE_CRITERIA]
 WMDP_TITLES = {"bio": "WMDP-Bio", "cyber": "WMDP-Cyber", "chem": "WMDP-Chem", "all": "WMDP (all)"}
 
@@ -46,9 +48,12 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
                 model["model"], model["step"], _number(model["verbmem_f"]),
                 _number(model["knowmem_f"]), format_privleak(model["privleak"]),
                 _number(model["knowmem_r"]),
+                "; ".join(model["over_unlearning"]) or ("—" if model["model"] in
+                                                        ("finetuned", "retain") else "no"),
             ])  # fmt: skip
             met = muse_met(section, model)
-            marks.append([model["model"], *(MARKS[met[key]] for key, _ in MUSE_CRITERIA)])
+            marks.append([model["model"], *(_mark(section, key, met[key], model)
+                                            for key, _ in MUSE_CRITERIA)])  # fmt: skip
         requests = [
             [criterion, name, *map(_number, found["values"]), MARKS[found["met"]]]
             for criterion in ("scalability", "sustainability")
@@ -56,8 +61,11 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
         ]
         if requests:  # first the value each request is judged against: the finetuned model's
             requests.insert(0, ["reference", "finetuned", *map(_number, section["finetuned"]), ""])
+        resolution = section["privleak_resolution"]
         sections.append({
             "split": section["split"],
+            "privleak_resolution": None if resolution is None else f"{resolution:.1f}",
+            "privleak_undecided": section["privleak_undecided"],
             "head": MUSE_HEAD,
             "numbers": numbers,
             "criteria_head": ["model", *_MUSE_CRITERIA_TITLES],
@@ -69,6 +77,13 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
                                  for (series, name), values in section["verbmem"].items()],
         })  # fmt: skip
     return sections
+
+
+def _mark(section: dict[str, Any], key: str, met: bool | None, model: dict[str, Any]) -> str:
+    """A criterion's cell: yes/no/—, "undecided" for a PrivLeak coarser than MUSE's band."""
+    if key == "no_privleak" and section["privleak_undecided"] and model["privleak"] is not None:
+        return "undecided"
+    return MARKS[met]
 
 
 def wmdp_tables(rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -141,7 +156,8 @@ def muse_wmdp_sections(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> dic
 def criteria_notes() -> dict[str, str]:
     """The bars the MUSE criteria use, for the captions."""
     return {"privleak": f"{PRIVLEAK_TOLERANCE:g}", "utility": f"{UTILITY_RATIO:g}",
-            "chance": f"{WMDP_CHANCE:g}"}  # fmt: skip
+            "chance": f"{WMDP_CHANCE:g}", "over_ratio": f"{OVER_ROUGE_RATIO:g}",
+            "over_privleak": f"{OVER_PRIVLEAK:g}"}  # fmt: skip
 
 
 def print_muse_wmdp(
@@ -154,6 +170,12 @@ def print_muse_wmdp(
         console.print(_table(f"MUSE on {split}", section["head"], section["numbers"]))
         console.print(_table(f"MUSE's criteria on {split}", section["criteria_head"],
                              section["criteria"]))  # fmt: skip
+        if section["privleak_undecided"]:
+            console.print(Text(
+                f"PrivLeak on {split} moves {section['privleak_resolution']} points when one "
+                f"forget/holdout pair swaps order, coarser than MUSE's +-{PRIVLEAK_TOLERANCE:g} "
+                "band: 'no privacy leak' is undecided"
+            ))  # fmt: skip
         if section["requests"]:
             console.print(_table(f"KnowMem retain per request on {split}",
                                  section["requests_head"], section["requests"]))  # fmt: skip

@@ -1,27 +1,22 @@
-"""The report's figures, each returned as an SVG string ready to inline in the HTML page.
+"""The report's TOFU and LUME figures, each returned as an SVG string ready to inline in the HTML
+page: forget quality against utility, the sub-scores and membership inference over unlearning,
+the scores per format.
 
-Every function takes the results.json rows and one split and draws from them alone. Output is
-deterministic: matplotlib's default style (not the user's matplotlibrc), text drawn as paths (no
-font files needed by the browser), no date in the metadata, and a fixed `svg.hashsalt` per figure,
-so the same results give byte-identical SVG. Element ids are prefixed with the figure's name so
-several figures can share one HTML page without id clashes.
+Every function takes the results.json rows and one split and draws from them alone. The style,
+each method's colours and the deterministic, id-scoped SVG are `report/figure.py`'s.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
-import matplotlib
-import matplotlib.style
 import numpy as np
 from matplotlib.figure import Figure
 
-from forgetbench.config import FORMATS
+from forgetbench.config_names import FORMATS
+from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.rows import (
     REFERENCE_METHODS,
     UTILITY_RATIO,
@@ -34,9 +29,6 @@ from forgetbench.rows import (
     trajectory,
 )
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
 SETS = (
     ("forget", "Forget"),
     ("retain", "Retain"),
@@ -44,37 +36,10 @@ SETS = (
     ("world_facts", "World Facts"),
 )
 SUBSCORES = (("rougeL", "ROUGE-L"), ("probability", "Probability"), ("truth_ratio", "Truth ratio"))
-# Formats we do not know are drawn after config.FORMATS.
+# Formats we do not know are drawn after config_names.FORMATS.
 MIA_ATTACKS = ("loss", "zlib", "min_k", "min_k_plus_plus", "reference", "lira", "rmia")
 # `mia/<name>` keys that are counts, not attacks' AUCs.
 MIA_COUNTS = ("members", "nonmembers")
-# tab10 without its grey (which the reference models use), then nine darker or lighter hues: a
-# study has fifteen methods and each needs its own colour. The markers cycle with a period (7)
-# prime to the palette's (18), so colour and marker together stay distinct for 126 methods; the
-# second nine are ordered so that methods sharing a marker differ most in colour (CIELAB
-# distance >= 35 among the first 21 methods, tests/report/test_plots.py).
-_PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#bcbd22",
-    "#17becf",
-    "#b8860b",
-    "#000080",
-    "#800000",
-    "#2f4f4f",
-    "#fb9a99",
-    "#006d2c",
-    "#c51b8a",
-    "#6a3d9a",
-    "#66c2a5",
-)
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-_LINESTYLES = ("-", "--", "-.", ":")
 _REFERENCE_STYLE = {
     "finetuned": {"color": "#000000", "marker": "*", "markersize": 15, "label": "finetuned"},
     "retain": {"color": "#7f7f7f", "marker": "D", "markersize": 9, "label": "retain"},
@@ -99,18 +64,6 @@ def mia_attacks(rows: Sequence[Row]) -> list[str]:
     found -= set(MIA_COUNTS)
     found = {a for a in found if has_key(rows, f"mia/{a}")}
     return [a for a in MIA_ATTACKS if a in found] + sorted(found.difference(MIA_ATTACKS))
-
-
-def method_styles(rows: Sequence[Row]) -> dict[str, dict[str, str]]:
-    """Colour, marker and line style of every unlearning method, the same in every figure."""
-    return {
-        method: {
-            "color": _PALETTE[i % len(_PALETTE)],
-            "marker": _MARKERS[i % len(_MARKERS)],
-            "linestyle": _LINESTYLES[(i // len(_PALETTE)) % len(_LINESTYLES)],
-        }
-        for i, method in enumerate(methods(rows))
-    }
 
 
 def forget_quality_plane(rows: Sequence[Row], split: str) -> str:
@@ -357,57 +310,7 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
         return _svg(fig, f"mia-{split}")
 
 
-# --- drawing helpers -------------------------------------------------------------------------
-
-
-@contextmanager
-def _style() -> Iterator[None]:
-
-    # The default style, whatever the user's matplotlibrc says, so output depends on results alone.
-    with matplotlib.style.context("default"), matplotlib.rc_context({"svg.fonttype": "path"}):
-        yield
-
-
-def _new_figure(width: float, height: float, *, layout: str | None = "constrained") -> Figure:
-    # A bare Figure, never pyplot: no global figure registry, no GUI backend, nothing to close.
-
-    return Figure(figsize=(width, height), layout=layout)
-
-
-def _svg(fig: Figure, name: str) -> str:
-
-    prefix = slug(name)
-    buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": prefix}):
-        fig.savefig(
-            buffer,
-            format="svg",
-            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
-        )
-    svg = buffer.getvalue()
-    svg = svg[svg.index("<svg") :]  # drop the XML declaration and DOCTYPE: the SVG sits inline
-    return _scope_ids(svg, prefix)
-
-
-def _scope_ids(svg: str, prefix: str) -> str:
-    """Prefix every element id (and every reference to one) so inline SVGs do not collide."""
-    ids = set(re.findall(r'(?<=\s)id="([^"]+)"', svg))
-    svg = re.sub(r'(?<=\s)id="([^"]+)"', lambda m: f'id="{prefix}-{m[1]}"', svg)
-
-    def ref(match: re.Match[str]) -> str:
-        return f"{match[1]}{prefix}-{match[2]}" if match[2] in ids else match[0]
-
-    return re.sub(r'(href="#|url\(#)([^")]+)', ref, svg)
-
-
-def slug(text: str) -> str:
-    """`text` reduced to characters that are safe in an HTML id and an XML name."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
-
-
-def _text(text: str) -> str:
-    # Dataset strings are shown literally: an unescaped '$' would switch matplotlib to mathtext.
-    return text.replace("$", r"\$")
+# --- the trajectory panels' helpers ----------------------------------------------------------
 
 
 def _series(path: Sequence[Row], x_key: str, y_key: str) -> list[tuple[float, float]]:
@@ -416,12 +319,6 @@ def _series(path: Sequence[Row], x_key: str, y_key: str) -> list[tuple[float, fl
         for r in path
         if (x := number(r, x_key)) is not None and (y := number(r, y_key)) is not None
     ]
-
-
-def _no_data(ax: Axes) -> None:
-    ax.text(
-        0.5, 0.5, "not computed", ha="center", va="center", color="#999999", transform=ax.transAxes
-    )
 
 
 def _figure_legend(fig: Figure, axes: Any) -> None:

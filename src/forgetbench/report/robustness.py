@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from forgetbench.report.plots import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
 from forgetbench.rows import Row, final, methods, number, reference
 
 # Attack variants in the order they are shown; `quantize` is one variant per scheme.

@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from forgetbench.report.plots import _new_figure, _style, _svg, _text
+from forgetbench.report.figure import _new_figure, _style, _svg, _text
 from forgetbench.report.tables import format_cell
 from forgetbench.report.validity import verdict
 from forgetbench.rows import UTILITY_RATIO, number

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from forgetbench.report.plots import _new_figure, _style, _svg, _text
+from forgetbench.report.figure import _new_figure, _style, _svg, _text
 from forgetbench.report.tables import format_cell
 from forgetbench.rows import Row, number, reference
 

@@ -126,7 +126,9 @@ def bench_study(out: Path, config: Any, *, progress: bool = True) -> dict[str, A
 BENCH_EVAL_FILE = "bench_eval.json"
 
 
-def bench_eval(config: RunConfig, out: Path, *, progress: bool = True) -> dict[str, Any]:
+def bench_eval(
+    config: RunConfig, out: Path, *, progress: bool = True, profile: bool | None = None
+) -> dict[str, Any]:
     """Time the fast evaluation backend against the naive one on one model: the config's (its
     model and data), or the built-in study's finetuned model at its scale, trained in `out` or
     reused. Writes and returns the report (`identical`: whether both paths agree)."""
@@ -144,7 +146,7 @@ def bench_eval(config: RunConfig, out: Path, *, progress: bool = True) -> dict[s
     report = bench_evaluation(
         model, tokenizer, template, sets,
         max_new_tokens=config.eval.max_new_tokens, batch_size=config.eval.batch_size,
-        max_length=scored_length(model, config.eval, config.train.max_length),
+        max_length=scored_length(model, config.eval, config.train.max_length), profile=profile,
     )  # fmt: skip
     report = {
         "model": model_dir,
@@ -214,7 +216,12 @@ BENCH_TRAIN_FILE = "bench_train.json"
 
 
 def bench_train_throughput(
-    config: RunConfig, out: Path, *, steps: int = 0, progress: bool = True
+    config: RunConfig,
+    out: Path,
+    *,
+    steps: int = 0,
+    progress: bool = True,
+    profile: bool | None = None,
 ) -> dict[str, Any]:
     """One epoch of finetuning on the `full` split, `steps` optimizer steps of it (0: all of it),
     by forgetbench's loop and by HF's Trainer from the same weights (`train_throughput`). The
@@ -274,8 +281,9 @@ def bench_train_throughput(
         records = records[: steps * loop.batch_size]
     examples = encode_qa(records, tokenizer, template, max_length=config.train.max_length)
     report = train_throughput(
-        build, examples, config=loop, pad_id=tokenizer.pad_token_id, out=out, progress=progress
-    )
+        build, examples, config=loop, pad_id=tokenizer.pad_token_id, out=out, progress=progress,
+        profile=profile,
+    )  # fmt: skip
     report = {
         "model": given or f"random weights, model.size={config.model.size}",
         "data": str(data) if given is not None else str(mini.data),

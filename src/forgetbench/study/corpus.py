@@ -29,6 +29,8 @@ from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
 from forgetbench.errors import ConfigError, UnknownNameError
+from forgetbench.eval.runner import EXTRA_NAME
+from forgetbench.io import read_json
 from forgetbench.methods.base import INPUT_FIELDS, build_method
 from forgetbench.metrics import METRICS
 from forgetbench.modeling import load_tokenizer, resolve_template
@@ -39,6 +41,7 @@ from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_poo
 from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
+from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train import mini as mini_training
 from forgetbench.train.items import ALTERNATE_FIELDS
@@ -169,6 +172,10 @@ def corpus_models(
         partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
         benchmark=bench.eval_layout,
         finetune_lr=mini.finetune_loop().lr,
+        finetune_loop=mini_training.mini_finetune_config(
+            mini.scale, seed=mini.seed, train=mini.train, documents=True
+        )[0],
+        unlearn_preset=bench.unlearn_preset,
         documents=bench.name,
     )
 
@@ -210,6 +217,23 @@ def corpus_row(
     scores = dict(evaluated.scores)
     scores.update(bench.relative_scores(scores, retain))
     return model_row(split, method, step, epoch, scores, evaluated, out)
+
+
+def document_examples(
+    split: str, method: str, step: int, evaluated: Evaluated, n: int
+) -> list[dict[str, Any]]:
+    """The first `n` of a model's MUSE KnowMem answers on the forget set (question, reference
+    answer, generation) as results.json examples; none for a benchmark without generated
+    answers (WMDP scores multiple choice)."""
+    extra = evaluated.folder / EXTRA_NAME
+    if n == 0 or not extra.is_file():
+        return []
+    logged = read_json(extra, what="evaluation log").get("muse") or {}
+    return [
+        {"split": split, "method": method, "step": step, "question": item.get("question"),
+         "ground_truth": item.get("answer"), "generation": item.get("generation")}
+        for item in (logged.get("knowmem_f") or [])[:n]
+    ]  # fmt: skip
 
 
 def logged_retain_row(
@@ -283,24 +307,36 @@ def run_corpus_study(
     finally:
         pool.shutdown(cancel_futures=True)
     rows: list[dict[str, Any]] = []
+    reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
+    examples: list[dict[str, Any]] = []  # generations: the finetuned model's, each final model's
     retains: dict[str, dict[str, Any] | None] = {}
     for split in bench.forget_sets:
         retain: dict[str, Any] | None = None
         if (split, "retain") in futures:
             evaluated, timings[f"eval_{split}_retain"] = futures[split, "retain"].result()
             retain = evaluated.scores
-            rows.append(corpus_row(bench, split, "retain", 0, 0.0, evaluated, retain, out))
+            row = corpus_row(bench, split, "retain", 0, 0.0, evaluated, retain, out)
+            rows.append({**row, **finetune_settings(study)})
         elif split in logged:
             rows.append(logged_retain_row(bench, split, logged[split], out))
             retain = logged[split][1]["scores"]
         finetuned, timings[f"eval_{split}_finetuned"] = futures[split, "finetuned"].result()
-        rows.append(corpus_row(bench, split, "finetuned", 0, 0.0, finetuned, retain, out))
+        examples += document_examples(split, "finetuned", 0, finetuned, config.study.examples)
+        row = corpus_row(bench, split, "finetuned", 0, 0.0, finetuned, retain, out)
+        rows.append({**row, **finetune_settings(study)})
         for name in config.study.methods:
             trajectory = futures[split, name].result()
+            if trajectory.cached:
+                reused.append(f"{name} ({split})")
             timings[f"unlearn_{split}_{name}"] = trajectory.unlearn_seconds
             timings[f"eval_{split}_{name}"] = trajectory.eval_seconds
-            for step, epoch, _, evaluated in trajectory.snapshots:
-                rows.append(corpus_row(bench, split, name, step, epoch, evaluated, retain, out))
+            for step, epoch, final, evaluated in trajectory.snapshots:
+                row = corpus_row(bench, split, name, step, epoch, evaluated, retain, out)
+                rows.append({**row, **trajectory.settings})
+                if final:
+                    examples += document_examples(
+                        split, name, step, evaluated, config.study.examples
+                    )
         retains[split] = retain
 
     def make_row(
@@ -323,12 +359,14 @@ def run_corpus_study(
         "config": config.model_dump(),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
+        "reused": reused,
         "validity": check_gaps(
             rows,
             [(g.key, g.margin, g.what) for g in bench.gaps],
             [(f.key, f.floor, f.what) for f in (bench.utility_floor,) if f is not None],
         ),
         "rows": rows,
+        "examples": examples,
         **({"sequence": sequence} if sequence else {}),
     }
     write_results(out, results)

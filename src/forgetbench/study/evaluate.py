@@ -15,7 +15,8 @@ from typing import Any
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark, corpus_benchmark
 from forgetbench.cache import shared_entry
-from forgetbench.config import EvalConfig, ModelConfig, RunConfig
+from forgetbench.config import RunConfig
+from forgetbench.config_sections import EvalConfig, ModelConfig
 from forgetbench.data.logs import EvalLog, read_eval_log
 from forgetbench.data.tofu import eval_set_files, require_splits, split_file
 from forgetbench.errors import ConfigError, DataError

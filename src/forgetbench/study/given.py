@@ -5,7 +5,9 @@ Torch-free, so the command line can refuse what the miniature does not read befo
 
 from __future__ import annotations
 
-from forgetbench.config import DOCUMENT_BENCHMARKS, ModelConfig, RunConfig
+from forgetbench.config import RunConfig
+from forgetbench.config_names import DOCUMENT_BENCHMARKS
+from forgetbench.config_sections import ModelConfig
 
 
 def given_model(config: RunConfig) -> str | None:

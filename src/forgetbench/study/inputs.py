@@ -35,6 +35,11 @@ class Study:
     shadows: dict[str, list[Path]] = field(default_factory=dict)
     # The learning rate the finetuned model was trained with: the relearning attack's default.
     finetune_lr: float | None = None
+    # The finetuned model's training loop when this study trained it (the miniature's recipe
+    # under the user's train.*): results record it. None for a model of the user's.
+    finetune_loop: LoopConfig | None = None
+    # The preset (forgetbench/presets) that `unlearn_defaults` reads: what results record.
+    unlearn_preset: str = "tofu"
     # A document benchmark's name (`forgetbench.benchmarks.corpus`): unlearning then trains on
     # its forget and retain documents, cut into chunks, instead of the data's TOFU splits.
     documents: str | None = None

@@ -8,23 +8,25 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import Future, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from forgetbench.config import RunConfig
 from forgetbench.data.logs import EvalLog
 from forgetbench.eval.runner import EXTRA_NAME, relative_scores
-from forgetbench.eval.summary import UTILITY_SETS, set_scores
+from forgetbench.eval.summary import UTILITY_SETS, held_out_scores, set_scores
 from forgetbench.eval.tasks.mia import relative_membership
 from forgetbench.io import read_json
+from forgetbench.metrics.degeneracy import degenerate_items
 from forgetbench.metrics.tofu import model_utility
 from forgetbench.study.evaluate import Evaluated, evaluate_cached, log_folder, summary_scores
 from forgetbench.study.inputs import Study
 from forgetbench.study.pool import InlinePool
-from forgetbench.study.unlearn import unlearn_split
+from forgetbench.study.unlearn import run_settings, unlearn_split
 
 
 @dataclass
@@ -87,7 +89,28 @@ def study_row(
         )
     )
     scores.setdefault("forget_quality", None)
+    scores.update(
+        leaderboard_scores(evaluated.log, reference_log, form=config.eval.truth_ratio_form)
+    )
     return model_row(split, method, step, epoch, scores, evaluated, out, seed=seed)
+
+
+def leaderboard_scores(
+    log: EvalLog | None, reference_log: EvalLog | None, *, form: Any
+) -> dict[str, Any]:
+    """What the leaderboard reads beside a row's scores (docs/report.md): forget quality on each
+    half of the forget questions (the step is chosen on one, reported on the other) and the share
+    of degenerate forget-set generations (over-unlearning). Computed from the logs at row time,
+    so a cached evaluation gets them too."""
+    found: dict[str, Any] = {}
+    if log is None or "forget" not in log.sets:
+        return found
+    texts = log.sets["forget"].fields.get("generated_text")
+    if texts:
+        found["forget/degenerate"] = float(np.mean(degenerate_items([g for _, g, _ in texts])))
+    if reference_log is not None and "forget" in reference_log.sets:
+        found.update(held_out_scores(reference_log, log, form=form))
+    return found
 
 
 def model_row(
@@ -177,6 +200,9 @@ class Trajectory:
     eval_seconds: float
     final_model: Path  # the last snapshot's model folder, which the attacks start from
     unlearn_peak_gpu_mib: float | None = None
+    # What the run trained with, as its rows record it (study.unlearn.run_settings).
+    settings: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False  # the unlearning run was a finished one, reused from its folder
 
 
 def method_job(
@@ -209,8 +235,9 @@ def method_job(
         snapshots.append((step, epoch, final, evaluated))
     final_model = result.snapshots[-1][1]
     return Trajectory(
-        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib
-    )
+        snapshots, unlearn_seconds, time.perf_counter() - t, final_model, result.peak_gpu_mib,
+        settings=run_settings(study, config, name, seed), cached=result.cached,
+    )  # fmt: skip
 
 
 Job = tuple[tuple, str, Any, tuple]  # key (split, role or method[, seed]), label, function, args

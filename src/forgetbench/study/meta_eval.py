@@ -20,7 +20,8 @@ from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.mini.scales import get_scale
-from forgetbench.config import FORGET_SPLITS, RunConfig, retain_split_for
+from forgetbench.config import RunConfig
+from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json
 from forgetbench.metrics.meta import faithfulness, knows_direction

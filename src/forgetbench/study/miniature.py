@@ -15,7 +15,9 @@ from forgetbench.benchmarks import mini as mini_data
 from forgetbench.benchmarks.mini.generate import GENERATOR_VERSION
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cache import shared_entry
-from forgetbench.config import RunConfig, TrainConfig, retain_split_for
+from forgetbench.config import RunConfig
+from forgetbench.config_names import retain_split_for
+from forgetbench.config_sections import TrainConfig
 from forgetbench.study.inputs import Study, UnlearnDefaults
 from forgetbench.study.pool import InlinePool
 from forgetbench.study.shadows import shadow_candidates
@@ -157,6 +159,8 @@ class Miniature:
             benchmark="mini",
             shadows=shadows or {},
             finetune_lr=self.finetune_loop().lr,
+            finetune_loop=self.finetune_loop(),
+            unlearn_preset="mini",
         )
 
     def recipe(self) -> tuple[int, float]:

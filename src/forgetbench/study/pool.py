@@ -52,9 +52,16 @@ _running = False
 _interrupted = False
 
 
-def _init_worker(threads: int, stop: Any, plugins: tuple[str, ...] = ()) -> None:
+def _init_worker(
+    threads: int, stop: Any, plugins: tuple[str, ...] = (), environ: dict[str, str] | None = None
+) -> None:
 
     global _stop
+    if environ is not None:
+        # A forked worker inherits the fork server's environment, fixed when the server started;
+        # the parent's now (the device, precision and cache it configured) is what a job must see.
+        os.environ.clear()
+        os.environ.update(environ)
     _stop = stop
     signal.signal(signal.SIGINT, _on_interrupt)
     torch.set_num_threads(threads)
@@ -84,19 +91,35 @@ def _run_job(function: Any, *args: Any) -> Any:
         _running = False
 
 
+# What every job imports (torch, transformers, the evaluation and training code): about 4 s of CPU
+# per interpreter. The fork server imports it once per process; each worker is a fork of it.
+_PRELOAD = ["forgetbench.study.jobs"]
+
+
+def _worker_context() -> Any:
+    """forkserver, not fork or spawn. A fork of this process could deadlock on the thread pools its
+    own forward passes started; the fork server is a fresh interpreter that imports the study's
+    code once and never computes, so its forks start at once and safely. A spawned worker imported
+    everything again: 4 s of CPU per worker, per study."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
+
+
 class _WorkerPool:
     """A process pool whose queued jobs never start once it shuts down or is interrupted."""
 
     def __init__(self, workers: int, threads: int) -> None:
 
-        # spawn, not fork: a forked torch process can deadlock on its parent's thread pools.
-        context = multiprocessing.get_context("spawn")
+        context = _worker_context()
         self._stop = context.Event()
         self._executor = ProcessPoolExecutor(
             workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(threads, self._stop, loaded_plugins()),
+            initargs=(threads, self._stop, loaded_plugins(), dict(os.environ)),
         )
         self.workers = workers
 

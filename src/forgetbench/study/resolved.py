@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from forgetbench.config import FORGET_SPLITS, RunConfig, retain_split_for
+from forgetbench.config import RunConfig
+from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.modeling import load_tokenizer, resolve_template
 from forgetbench.study.given import given_data, given_model, is_miniature

@@ -12,13 +12,15 @@ from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import corpus_benchmark
-from forgetbench.config import FORGET_SPLITS, RunConfig
+from forgetbench.config import RunConfig
+from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.data.logs import EvalLog, SetLog, match_questions, read_eval_log
 from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
+from forgetbench.io import readable_alias
 from forgetbench.metrics import METRICS
-from forgetbench.rows import chosen_steps, leaderboard, seed_summary
+from forgetbench.rows import chosen_steps, leaderboard, leaderboard_record, seed_summary
 from forgetbench.study.attack import attack_job
 from forgetbench.study.attack_rows import attack_rows
 from forgetbench.study.corpus import run_corpus_study
@@ -44,6 +46,7 @@ from forgetbench.study.sequence import sequence_rows
 from forgetbench.study.shadows import read_shadow, shadow_candidates
 from forgetbench.study.splits import same_data_splits
 from forgetbench.study.transfer import cross_format_rows
+from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
 from forgetbench.train.presets import eval_preset
 from forgetbench.validity import check_validity
@@ -194,6 +197,7 @@ def run_study(
     pool = make_pool(workers)
     reported = config
     peak_gpu: dict[str, float] = {}  # each unlearning run's peak GPU memory, in MiB
+    reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
     try:
         same: dict[str, str] = {}
         mini = None
@@ -218,12 +222,17 @@ def run_study(
         )  # fmt: skip
         if mini is not None:
             peak_gpu.update(mini.peak_gpu_mib)
+            # The names `forgetbench finetune` leaves, so the Python API's scripts read a study's
+            # models as `runs/x/finetuned` rather than `runs/x/models/finetune-<key>/model`.
+            readable_alias(out, "finetuned", study.finetuned)
+            for split, retain in study.retain.items():
+                readable_alias(out, retain_split_for(split), retain)
         if config.study.unlearn_formats != ["qa"]:
             check_formats(config.study.unlearn_formats, study.data, config.study.methods)
         retain_logs = load_retain_logs(config, study)
         rows, examples = _run_jobs(
             study, config, out, pool, timings, retain_logs=retain_logs, progress=progress,
-            peak_gpu=peak_gpu,
+            peak_gpu=peak_gpu, reused=reused,
         )  # fmt: skip
         # The cross-format matrix and the sequences run after the study's own jobs: a run they
         # share with it (qa, one-shot) is then read from its cache, never trained twice at once.
@@ -251,6 +260,10 @@ def run_study(
     timings["total"] = time.perf_counter() - started
     if config.study.seeds:
         extra["seed_intervals"] = seed_summary(rows, leaderboard(rows))
+    # The leaderboard as the report shows it, with what each entry is flagged for: a results.json
+    # is then publishable without rerunning the report's arithmetic.
+    if rows:
+        extra["leaderboard"] = leaderboard_record([r for r in rows if r["split"] not in same])
     results = {
         "forgetbench_version": __version__,
         "git_sha": git_sha(),
@@ -263,6 +276,8 @@ def run_study(
         "config": _dumped(reported),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
+        # Which methods' unlearning this run reused rather than trained (run-specific, as timings).
+        "reused": reused,
         # Peak GPU memory of each training stage, in MiB (on the CPU there is none to report).
         **({"peak_gpu_mib": peak_gpu} if peak_gpu else {}),
         # Before the rows: whether they can be ranked at all (forgetbench.validity).
@@ -349,6 +364,7 @@ def _run_jobs(
     retain_logs: dict[str, EvalLog],
     progress: bool,
     peak_gpu: dict[str, float] | None = None,
+    reused: list[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every evaluation and method run of the study as pool jobs, then the attacks on the final
     models; rows in a fixed order (split, then retain / finetuned / base, then each method's
@@ -422,7 +438,8 @@ def _run_jobs(
                 split, role, 0, 0.0, reference, retain_eval, config, out, retain_logs,
                 shadows=shadows,
             )  # fmt: skip
-            rows.append({**row, **attacked.get(role, {})})
+            trained = finetune_settings(study) if role != "base" else {}
+            rows.append({**row, **attacked.get(role, {}), **trained})
         examples += _examples(
             split, "finetuned", 0, evaluated["finetuned"].log, config.study.examples
         )
@@ -434,6 +451,8 @@ def _run_jobs(
                 if peak_gpu is not None and trajectory.unlearn_peak_gpu_mib is not None:
                     peak_gpu[f"unlearn_{split}_{name}{tag}"] = trajectory.unlearn_peak_gpu_mib
                 timings[f"eval_{split}_{name}{tag}"] = trajectory.eval_seconds
+                if reused is not None and trajectory.cached:
+                    reused.append(f"{name} ({split}{'' if seed is None else f', seed {seed}'})")
                 for step, epoch, final, result in trajectory.snapshots:
                     count(result)
                     row = study_row(
@@ -442,7 +461,8 @@ def _run_jobs(
                     )  # fmt: skip
                     # The attacks run on the first seed's final model only.
                     first = seed == seeds[0]
-                    rows.append({**row, **(attacked.get(name, {}) if final and first else {})})
+                    attack = attacked.get(name, {}) if final and first else {}
+                    rows.append({**row, **attack, **trajectory.settings})
                     # Generations of the first seed only: the report shows a few per method,
                     # at the step the leaderboard chose and at the last step.
                     if first:

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.eval.sanity import run_checks
 from forgetbench.modeling import build_tiny_model, save_model
 from forgetbench.study.evaluate import evaluate_cached

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from forgetbench.config import FORGET_SPLITS, retain_split_for
+from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json, read_json

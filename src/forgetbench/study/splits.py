@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from forgetbench.config import FORGET_SPLITS, retain_split_for
+from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 
 
 def split_files(split: str) -> tuple[str, ...]:

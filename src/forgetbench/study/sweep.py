@@ -22,14 +22,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forgetbench.config import (
-    FORGET_SPLITS,
-    MethodName,
-    MethodSettings,
-    RunConfig,
-    _read_yaml,
-    validate_config,
-)
+from forgetbench.config import RunConfig, _read_yaml, validate_config
+from forgetbench.config_names import FORGET_SPLITS, MethodName
+from forgetbench.config_study import MethodSettings
 from forgetbench.errors import ConfigError
 from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means

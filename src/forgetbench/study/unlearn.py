@@ -5,25 +5,29 @@ through the engine."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from forgetbench.benchmarks.corpus import corpus_benchmark
-from forgetbench.config import RunConfig, retain_split_for
+from forgetbench.config import RunConfig
+from forgetbench.config_names import retain_split_for
 from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
+from forgetbench.methods.plugins import method_source
 from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling import load_tokenizer
 from forgetbench.records import QARecord, TextRecord
+from forgetbench.rows import SETTINGS
 from forgetbench.study.format_data import format_texts, split_authors
 from forgetbench.study.inputs import Study
 from forgetbench.study.resolved import resolve
 from forgetbench.train.items import ALTERNATE_FIELDS
-from forgetbench.train.loop import LoopConfig, fit_per_device
+from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import UnlearnResult, run_unlearning
 
@@ -95,7 +99,8 @@ def resolve_method(
         # The user's per-device size is kept (the loop refuses one that cannot divide the
         # batch); the preset's adapts to the processes, as accumulation does.
         per_device_batch_size=u.per_device_batch_size
-        or fit_per_device(batch_size, min(loop.per_device_batch_size, batch_size)),
+        or min(loop.per_device_batch_size, batch_size),
+        fit_per_device=not u.per_device_batch_size,
         seed=config.seed,
     )
     user = dict(config.method)
@@ -131,6 +136,56 @@ def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunC
     return config.model_copy(update=update) if update else config
 
 
+def resolved_run(
+    study: Study, config: RunConfig, name: str, seed: int | None = None
+) -> tuple[RunConfig, LoopConfig, UnlearnMethod]:
+    """One method's run as it will train: its config (`method_config`), loop and method with
+    every option in force (the model's defaults, the preset, then the user's settings)."""
+    config = method_config(config, name, seed)
+    loop, method_options = study.unlearn_defaults(name)
+    loop, method = resolve_method(config, name, loop, method_options)
+    return config, loop, method
+
+
+def finetune_settings(study: Study) -> dict[str, Any]:
+    """The finetuned (and retain) models' training settings, when this study trained them: every
+    row of a study starts from them. Empty for a model of the user's."""
+    loop = study.finetune_loop
+    if loop is None:
+        return {}
+    return {
+        f"{SETTINGS}finetune_lr": loop.lr,
+        f"{SETTINGS}finetune_epochs": loop.epochs,
+        f"{SETTINGS}finetune_batch_size": loop.batch_size,
+    }
+
+
+def run_settings(
+    study: Study, config: RunConfig, name: str, seed: int | None = None
+) -> dict[str, Any]:
+    """What one method's run trained with, as a results row records it (plain values, one
+    results.csv column each): the unlearning preset, the loop's learning rate, epochs and
+    batch size, every option of the method (`settings/method.<option>`) and, for a method of the
+    user's file, a digest of that file. The config a study records holds what the user set
+    (`unlearn.lr: null` when the preset's applies); these are the values in force."""
+    config, loop, method = resolved_run(study, config, name, seed)
+    settings: dict[str, Any] = {
+        **finetune_settings(study),
+        f"{SETTINGS}unlearn_preset": config.unlearn.preset or study.unlearn_preset,
+        f"{SETTINGS}unlearn_lr": loop.lr,
+        f"{SETTINGS}unlearn_epochs": loop.epochs,
+        f"{SETTINGS}unlearn_batch_size": loop.batch_size,
+        f"{SETTINGS}unlearn_lora": bool(config.unlearn.lora),
+    }
+    for key, value in dataclasses.asdict(method).items():  # type: ignore[call-overload]
+        plain = value is None or isinstance(value, str | int | float | bool)
+        settings[f"{SETTINGS}method.{key}"] = value if plain else json.dumps(value)
+    source = method_source(type(method))
+    if source is not None:
+        settings[f"{SETTINGS}plugin_digest"] = source
+    return settings
+
+
 def unlearn_split(
     study: Study,
     config: RunConfig,
@@ -150,10 +205,8 @@ def unlearn_split(
     split, model unlearnt of it) makes the run a later request of a sequence: it starts from that
     model and forgets only the questions `split` adds to the previous one (a document
     benchmark's request is its own fold of documents: all of it)."""
-    config = method_config(config, name, seed)
+    config, loop, method = resolved_run(study, config, name, seed)
     tofu = tofu_root(study.data)
-    loop, method_options = study.unlearn_defaults(name)
-    loop, method = resolve_method(config, name, loop, method_options)
     forget: list[Any]
     retain: list[Any]
     if study.documents is not None:

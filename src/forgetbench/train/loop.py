@@ -18,12 +18,13 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DataLoaderConfiguration
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -44,9 +45,11 @@ from forgetbench.train.sharding import (
     sharding_requested,
     two_gradient_refusal,
 )
+from forgetbench.train.step_numbers import StepNumbers
 
-# A loss function returns the scalar to minimise, or (scalar, named parts to log).
-LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, float]]]
+# A loss function returns the scalar to minimise, or (scalar, named parts to log: 0-d tensors,
+# read with the step's other numbers, or floats).
+LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, Any]]]
 # The examples of one epoch, or a function epoch -> that epoch's examples (same count every epoch;
 # e.g. unlearning redraws each forget sample's retain partner per epoch).
 Examples = Sequence[Any] | Callable[[int], Sequence[Any]]
@@ -64,7 +67,7 @@ class StepHook(Protocol):
     One process only (the hook's gradients bypass DDP's all-reduce).
     """
 
-    def backward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
+    def backward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, Any]]:
         """One micro-batch: keep its share of the step's gradients; return a scalar to log (a
         non-finite one stops the run) and named parts."""
         ...
@@ -94,7 +97,7 @@ class StatefulLoss(Protocol):
 
     def __call__(
         self, model: torch.nn.Module, batch: Any
-    ) -> torch.Tensor | tuple[torch.Tensor, dict[str, float]]: ...
+    ) -> torch.Tensor | tuple[torch.Tensor, dict[str, Any]]: ...
 
     def end_step(self, reduce: Callable[[torch.Tensor], torch.Tensor], *, epoch: int) -> None: ...
 
@@ -116,6 +119,10 @@ class LoopConfig:
     epochs: int
     batch_size: int = 32  # effective: per_device_batch_size x processes x accumulation
     per_device_batch_size: int = 4
+    # A recipe's (or preset's) per-device size, not the user's: the loop fits it to the processes
+    # it is launched with (`fit_per_device`), the effective batch staying `batch_size`. Not in the
+    # stage's key, as the process count is not: a torchrun launch reuses the one-process stage.
+    fit_per_device: bool = False
     weight_decay: float = 0.01
     warmup_epochs: float = 1.0
     max_grad_norm: float = 1.0
@@ -138,6 +145,7 @@ def config_key(config: LoopConfig) -> dict[str, Any]:
     its name, and a bf16 run never reuses a float32 one's model). `group_by_length` counts only
     when on, for the same reason."""
     key = asdict(config)
+    del key["fit_per_device"]
     if not config.group_by_length:
         del key["group_by_length"]
     return {**key, **precision_key()}
@@ -178,6 +186,13 @@ def train_loop(
     epoch_examples = examples if callable(examples) else (lambda _epoch: examples)
     out = Path(out_dir)
     processes = accelerator.num_processes if accelerator else _launched_processes()
+    if config.fit_per_device:
+        config = replace(
+            config,
+            per_device_batch_size=fit_per_device(
+                config.batch_size, config.per_device_batch_size, processes
+            ),
+        )
     sharded = sharding_requested()
     if step_hook is not None and sharded:
         raise two_gradient_refusal()
@@ -197,6 +212,8 @@ def train_loop(
         accelerator = Accelerator(
             gradient_accumulation_steps=accumulation,
             cpu=device.type != "cuda",
+            # Batches go to the GPU from pinned memory without the host waiting for the copy.
+            dataloader_config=DataLoaderConfiguration(non_blocking=device.type == "cuda"),
             # Sharded, FSDP's own policy computes in bf16 (sharding.py), not accelerate's autocast.
             mixed_precision="no" if sharded else precision().mixed_precision,
         )
@@ -205,6 +222,7 @@ def train_loop(
             f"the accelerator accumulates {accelerator.gradient_accumulation_steps} steps but the config needs {accumulation}"
         )
 
+    pin = accelerator.device.type == "cuda"
     n_examples = len(epoch_examples(0))
     batches_per_epoch = math.ceil(n_examples / (config.per_device_batch_size * processes))
     steps_per_epoch = math.ceil(batches_per_epoch / accumulation)
@@ -221,14 +239,8 @@ def train_loop(
         enable_gradient_checkpointing(model)
     if sharded:  # before the optimizer: it must hold the shards that replace the parameters
         shard_model(model)
-    decay, no_decay = _parameter_groups(model)
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-    )
+    # FSDP's sharded parameters keep the multi-tensor AdamW they were tested with.
+    optimizer = build_optimizer(model, config, device=None if sharded else accelerator.device)
     # Not given to accelerator.prepare: its wrapper steps the schedule once per process, and ours
     # is already counted in optimizer steps. A checkpoint keeps its state_dict in our JSON.
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -256,7 +268,9 @@ def train_loop(
     started = time.perf_counter()
     step = position.step
     tokens_seen = 0
-    window: list[torch.Tensor] = []
+    # Nothing in a step reads a number off the device (step_numbers.py): the step's losses, named
+    # terms, tokens and gradient norm are read in one copy once its optimizer step is queued.
+    numbers = StepNumbers()
     with _Progress(
         enabled=progress and accelerator.is_main_process, total=total_steps, done=step
     ) as bar:
@@ -267,7 +281,7 @@ def train_loop(
                     f"epoch {epoch + 1} has {len(this_epoch)} examples, epoch 1 had {n_examples}"
                 )
             loader = accelerator.prepare_data_loader(
-                _epoch_loader(this_epoch, config, epoch, collate_fn)
+                _epoch_loader(this_epoch, config, epoch, collate_fn, pin=pin)
             )
             skip = position.batches_done if epoch == position.epoch else 0
             if skip:
@@ -283,48 +297,49 @@ def train_loop(
                     except PluginError as exc:
                         where = f"step {step + 1} (epoch {epoch + 1})"
                         raise exc.at(where) from exc.__cause__
-                    if not torch.isfinite(loss):
-                        raise NonFiniteLoss(
-                            f"loss became {loss.item()} at step {step + 1} (epoch {epoch + 1})",
-                            "lower the learning rate or check the data; finished stages are kept",
-                        )
                     if step_hook is None:
                         accelerator.backward(loss)
-                    window.append(loss.detach())
-                    tokens_seen += _count_tokens(batch)
+                    else:
+                        # A two-gradient step reads its gradients' norms anyway, and its next
+                        # calls need this micro-batch's gradients: it stops at once.
+                        _stop_if_non_finite(loss, step, epoch)
+                    numbers.add(loss, parts, _count_tokens(batch))
                     if accelerator.sync_gradients:
                         if step_hook is not None:
                             step_hook.prepare_step(model)
                         if config.max_grad_norm > 0:
-                            norm = (
+                            # An overflowing norm makes clipping scale every gradient to 0 (or
+                            # NaN): training would silently stop. The read below says so.
+                            numbers.grad_norm = (
                                 clip_sharded_gradients(model, config.max_grad_norm)
                                 if sharded
                                 else accelerator.clip_grad_norm_(
                                     model.parameters(), config.max_grad_norm
                                 )
                             )
-                            # An overflowing norm makes clipping scale every gradient to 0 (or
-                            # NaN): training would silently stop. Say so instead.
-                            if norm is not None and not torch.isfinite(torch.as_tensor(norm)):
-                                raise NonFiniteLoss(
-                                    f"gradient norm became {float(norm)} at step {step + 1} (epoch {epoch + 1})",
-                                    "lower the learning rate or the loss weights; finished stages are kept",
-                                )
                         if step_hook is None:
                             optimizer.step()
-                            if stateful is not None:
-                                stateful.end_step(
-                                    lambda t: accelerator.reduce(t, reduction="mean"), epoch=epoch
-                                )
                         else:
-                            parts = {**parts, **step_hook.step(model, optimizer, step=step)}
+                            numbers.add_parts(step_hook.step(model, optimizer, step=step))
                         scheduler.step()
                         optimizer.zero_grad()
                 if not accelerator.sync_gradients:
                     continue
+                reading = numbers.read(lambda t: accelerator.reduce(t, reduction="mean"))
+                bad = reading.non_finite()
+                if bad is not None:
+                    raise NonFiniteLoss(
+                        f"{bad[0]} became {bad[1]} at step {step + 1} (epoch {epoch + 1})",
+                        "lower the learning rate or the loss weights or check the data; "
+                        "finished stages are kept",
+                    )
+                if stateful is not None:
+                    stateful.end_step(
+                        lambda t: accelerator.reduce(t, reduction="mean"), epoch=epoch
+                    )
                 step += 1
-                mean_loss = accelerator.reduce(torch.stack(window).mean(), reduction="mean").item()
-                window.clear()
+                mean_loss = reading.loss
+                tokens_seen += reading.tokens
                 losses.append(mean_loss)
                 elapsed = time.perf_counter() - started
                 if accelerator.is_main_process:
@@ -337,8 +352,9 @@ def train_loop(
                             "lr": scheduler.get_last_lr()[0],
                             "tokens_per_s": round(tokens_seen * processes / max(elapsed, 1e-9), 1),
                             "elapsed_s": round(elapsed, 3),
-                            # the method's named terms, from this process's last micro-batch
-                            **{k: round(v, 6) for k, v in parts.items()},
+                            # the method's named terms: this process's mean over the step's
+                            # micro-batches (a float a method gives: the last one)
+                            **{k: round(v, 6) for k, v in reading.parts.items()},
                         },
                     )
                 bar.update(
@@ -380,7 +396,15 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
         model.config.use_cache = False  # a KV cache is meaningless while recomputing activations
 
 
-def _split_loss(output: Any) -> tuple[torch.Tensor, dict[str, float]]:
+def _stop_if_non_finite(loss: torch.Tensor, step: int, epoch: int) -> None:
+    if not torch.isfinite(loss):
+        raise NonFiniteLoss(
+            f"loss became {loss.item()} at step {step + 1} (epoch {epoch + 1})",
+            "lower the learning rate or check the data; finished stages are kept",
+        )
+
+
+def _split_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:
     return output if isinstance(output, tuple) else (output, {})
 
 
@@ -426,6 +450,23 @@ def _lr_factor(step: int, warmup: int, total: int, *, offset: int = 1) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+def build_optimizer(
+    model: torch.nn.Module, config: LoopConfig, *, device: torch.device | None
+) -> torch.optim.AdamW:
+    """AdamW over `_parameter_groups`. Where the parameters train on CUDA, its fused kernel: the
+    whole update in a few launches instead of several per parameter tensor, the same arithmetic
+    up to float rounding. Elsewhere (the CPU, whose numbers the golden study pins) as before."""
+    decay, no_decay = _parameter_groups(model)
+    return torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": config.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=config.lr,
+        fused=True if device is not None and device.type == "cuda" else None,
+    )
+
+
 def _parameter_groups(model: torch.nn.Module) -> tuple[list, list]:
     # No weight decay on biases and norms, as in HF Trainer (TOFU's recipe).
     decay, no_decay = [], []
@@ -437,7 +478,12 @@ def _parameter_groups(model: torch.nn.Module) -> tuple[list, list]:
 
 
 def _epoch_loader(
-    examples: Sequence[Any], config: LoopConfig, epoch: int, collate_fn: Callable
+    examples: Sequence[Any],
+    config: LoopConfig,
+    epoch: int,
+    collate_fn: Callable,
+    *,
+    pin: bool = False,
 ) -> DataLoader:
     generator = epoch_generator(config, epoch)
     lengths = example_lengths(examples) if config.group_by_length else None
@@ -452,14 +498,19 @@ def _epoch_loader(
         shuffle=False,
         collate_fn=collate_fn,
         generator=generator,
+        pin_memory=pin,
     )
 
 
-def _count_tokens(batch: Any) -> int:
+def _count_tokens(batch: Any) -> torch.Tensor | int:
+    # A tensor on the batch's device, read with the step's other numbers (int() here would wait).
     if isinstance(batch, dict) and "attention_mask" in batch:
-        return int(batch["attention_mask"].sum())
+        return batch["attention_mask"].sum()
     if isinstance(batch, dict):
-        return sum(_count_tokens(v) for v in batch.values() if isinstance(v, dict))
+        return sum(
+            (_count_tokens(v) for v in batch.values() if isinstance(v, dict)),
+            start=0,
+        )
     return 0
 
 

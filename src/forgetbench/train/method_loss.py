@@ -15,6 +15,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import (
     HiddenStateMethod,
+    Parts,
     PreparedMethod,
     SelectiveMethod,
     StatefulMethod,
@@ -107,7 +108,7 @@ class MethodLoss:
             **{k: v for k, v in fields.items() if k in needs or k.endswith("_mask")}
         )
 
-    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, Parts]:
         inputs = self.inputs(model, batch)
         output = plugin_call(self.method, "loss", lambda: self.method.loss(inputs))
         return checked_output(self.method, "loss", output, 2)
@@ -123,7 +124,7 @@ class StatefulMethodLoss(MethodLoss):
         self.state = dict(method.initial_state())
         self._observed: list[dict[str, torch.Tensor]] = []
 
-    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+    def __call__(self, model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, Parts]:
         inputs = self.inputs(model, batch)
         output = plugin_call(
             self.method,
@@ -135,10 +136,10 @@ class StatefulMethodLoss(MethodLoss):
         return loss, {**parts, **self.state}  # the state this step used, in the log
 
     def end_step(self, reduce: Any, *, epoch: int) -> None:
-        observed = {
-            k: float(reduce(torch.stack([o[k] for o in self._observed]).mean()))
-            for k in self._observed[0]
-        }
+        names = list(self._observed[0])
+        means = [reduce(torch.stack([o[k] for o in self._observed]).mean()) for k in names]
+        # The state is host floats (checkpointed as JSON): one read for all of them.
+        observed = dict(zip(names, torch.stack(means).tolist(), strict=True))
         self._observed = []
         self.state = dict(
             self.method.next_state(self.state, observed, epoch=epoch)  # type: ignore[attr-defined]
@@ -157,12 +158,12 @@ class StatefulMethodLoss(MethodLoss):
 
 def checked_output(method: UnlearnMethod, part: str, output: Any, length: int) -> Any:
     """A plugin's `part` output checked against the contract: a scalar tensor to minimise and
-    its named parts as floats (a stateful loss adds its observed tensors). Without this a
+    its named parts as floats or scalar tensors (a stateful loss adds its observed tensors). Without this a
     Python float fails inside the loop as forgetbench's own error."""
     if is_builtin(type(method)):
         return output
-    shape = "(scalar tensor, {name: float})" if length == 2 else (
-        "(scalar tensor, {name: float}, {name: tensor})"
+    shape = "(scalar tensor, {name: number})" if length == 2 else (
+        "(scalar tensor, {name: number}, {name: tensor})"
     )  # fmt: skip
     if not (isinstance(output, tuple) and len(output) == length):
         raise broken_plugin(method, f"{part}() returned {_kind(output)}, not a tuple {shape}")
@@ -176,11 +177,14 @@ def checked_output(method: UnlearnMethod, part: str, output: Any, length: int) -
     if not isinstance(parts, dict):
         raise broken_plugin(method, f"{part}() returned {_kind(parts)} as its parts, not a dict")
     for name, value in parts.items():
-        if not isinstance(value, int | float) or isinstance(value, bool):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        scalar = isinstance(value, torch.Tensor) and value.dim() == 0 and value.is_floating_point()
+        if not (number or scalar):
             raise broken_plugin(
                 method,
-                f"{part}() returned {_kind(value)} for part '{name}', not a float (the parts go "
-                "into the run's log: use tensor.item())",
+                f"{part}() returned {_kind(value)} for part '{name}', not a float or a scalar "
+                "float tensor (the parts go into the run's log; a detached scalar tensor is read "
+                "once a step, without the wait .item() costs on a GPU)",
             )
     return output
 

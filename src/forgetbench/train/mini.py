@@ -24,7 +24,7 @@ from transformers import AutoTokenizer
 
 from forgetbench.benchmarks.mini.scales import MINI_LR, get_scale
 from forgetbench.cache import shared_entry
-from forgetbench.config import TrainConfig
+from forgetbench.config_sections import TrainConfig
 from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
@@ -39,7 +39,7 @@ from forgetbench.modeling import (
     train_tokenizer,
 )
 from forgetbench.records import QARecord
-from forgetbench.train.loop import LoopConfig, fit_per_device
+from forgetbench.train.loop import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
 
@@ -67,23 +67,24 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
     # rehearsal pairs cost no extra time (tiny: 200 + 40 pairs x 25 epochs = 200 x 30 before).
     # Measurements behind every number: docs/mini.md, "Pretraining and rehearsal".
     sizes = get_scale(scale)  # its epochs: benchmarks/mini/scales.py
-    # The per-device sizes are the recipe's, not the user's: under torchrun they shrink to fit
-    # the processes (`fit_per_device`), the effective batch staying the recipe's.
+    # The per-device sizes are the recipe's, not the user's: under torchrun the loop shrinks them
+    # to fit the processes (`fit_per_device`), the effective batch staying the recipe's.
     pretrain = LoopConfig(
         lr=MINI_LR,
         epochs=sizes.pretrain_epochs,
         batch_size=16,
-        per_device_batch_size=fit_per_device(16, 16),
+        per_device_batch_size=16,
+        fit_per_device=True,
         weight_decay=0.01,
         seed=seed,
     )
-    # Documents (MUSE, WMDP): a dozen articles of ~300 tokens, a few full-context chunks, so
+    # Documents (MUSE, WMDP): a dozen articles of 130-490 tokens, a few full-context chunks, so
     # batches of 4 and many epochs until the model reproduces them (docs/muse.md).
     documents = replace(
         pretrain,
         epochs=sizes.corpus_epochs,
         batch_size=4,
-        per_device_batch_size=fit_per_device(4, 4),
+        per_device_batch_size=4,
     )
     return MiniRecipe(pretrain, replace(pretrain, epochs=sizes.finetune_epochs), documents)
 
@@ -133,10 +134,10 @@ def mini_finetune_config(
         for key in MINI_TRAIN_OPTIONS
         if key in train.model_fields_set and not key.startswith("lora")
     }
-    if "batch_size" in given and "per_device_batch_size" not in given:
-        given["per_device_batch_size"] = fit_per_device(
-            given["batch_size"], min(loop.per_device_batch_size, given["batch_size"])
-        )
+    if "per_device_batch_size" in given:
+        given["fit_per_device"] = False  # the user's size is kept (the loop refuses a misfit)
+    elif "batch_size" in given:
+        given["per_device_batch_size"] = min(loop.per_device_batch_size, given["batch_size"])
     lora = {"rank": train.lora_rank, "alpha": train.lora_alpha} if train.lora else None
     return replace(loop, **given), lora
 

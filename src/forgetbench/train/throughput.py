@@ -39,16 +39,19 @@ from forgetbench.device import (
 )
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.modeling import Encoded, collate
+from forgetbench.profiling import StepProfiler
 from forgetbench.train.loop import (
     LoopConfig,
     _accumulation_steps,
     _lr_factor,
-    _parameter_groups,
     _warmup_steps,
+    build_optimizer,
     train_loop,
 )
 from forgetbench.train.order import epoch_order, example_lengths
 from forgetbench.train.stages import answer_nll
+
+PROFILE_STEPS = 3  # profiled steps per trainer, after the first
 
 # Largest per-step loss difference the two trainers may show. Both run the same kernels on the
 # same batches in the same order (forward, backward of loss / accumulation steps, clipping to the
@@ -88,10 +91,12 @@ class Recorder:
 
         return counted
 
-    def step_end(self, device: torch.device) -> None:
+    def step_end(self, device: torch.device, profiler: StepProfiler | None = None) -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         self.step_ends.append(time.perf_counter())
+        if profiler is not None:
+            profiler.step()
 
 
 def train_throughput(
@@ -103,9 +108,12 @@ def train_throughput(
     out: Path,
     hf_trainer: bool = True,
     progress: bool = False,
+    profile: bool | None = None,
 ) -> dict[str, Any]:
     """Train `build()` (a fresh model, placed, the same weights every call) one epoch on
-    `examples` with forgetbench's loop, then a second `build()` with HF's Trainer; report both."""
+    `examples` with forgetbench's loop, then a second `build()` with HF's Trainer; report both.
+    `profile` (default: on a GPU) profiles steps 2-4 of each run (`forgetbench.profiling`); the
+    rates then start after them, so the profiler's overhead never enters a rate."""
     config = replace(config, epochs=1)
     accumulation = _accumulation_steps(config, 1)
     steps = math.ceil(math.ceil(len(examples) / config.per_device_batch_size) / accumulation)
@@ -119,7 +127,11 @@ def train_throughput(
     device = model_device(model)
     compute_dtype = _compute_dtype(model)
     peak = matmul_peak_flop_per_s(device=device, dtype=compute_dtype)
+    profile = device.type == "cuda" if profile is None else profile
+    # Profiled steps after the first, leaving at least one unprofiled step to time.
+    window = min(PROFILE_STEPS, steps - 2) if profile else 0
     ours = Recorder()
+    profiler = StepProfiler(device, skip=1, steps=window) if window > 0 else None
     work = out / "forgetbench"
     shutil.rmtree(work, ignore_errors=True)  # a benchmark never resumes
     with _peak_memory() as memory:
@@ -127,14 +139,23 @@ def train_throughput(
         result = train_loop(
             model, examples, loss_fn=answer_nll, collate_fn=ours.collate(pad_id), config=config,
             out_dir=work, progress=progress, save_checkpoints=False,
-            on_step=lambda _step, _model: ours.step_end(device),
+            on_step=lambda _step, _model: ours.step_end(device, profiler),
         )  # fmt: skip
-    report = {"forgetbench": _run_report(ours, result.losses, started, n_params, peak, memory)}
+    report = {
+        "forgetbench": _run_report(
+            ours, result.losses, started, n_params, peak, memory, profiler=profiler
+        )
+    }
     del model, result
     _free(device)
     if hf_trainer:
-        theirs, losses, started, memory = _hf_run(build, examples, config, pad_id, out, progress)
-        report["hf_trainer"] = _run_report(theirs, losses, started, n_params, peak, memory)
+        profiler = StepProfiler(device, skip=1, steps=window) if window > 0 else None
+        theirs, losses, started, memory = _hf_run(
+            build, examples, config, pad_id, out, progress, profiler
+        )
+        report["hf_trainer"] = _run_report(
+            theirs, losses, started, n_params, peak, memory, profiler=profiler
+        )
         if theirs.batches != ours.batches:
             raise RuntimeError("HF's Trainer saw other batches than forgetbench's loop")
     real = sum(r for r, _ in ours.batches)
@@ -187,6 +208,7 @@ def _hf_run(
     pad_id: int,
     out: Path,
     progress: bool,
+    profiler: StepProfiler | None = None,
 ) -> tuple[Recorder, list[float], float, dict[str, Any]]:
     """HF's Trainer on forgetbench's recipe: the examples in the loop's epoch order, read
     sequentially; our loss (answer-token NLL), divided by the accumulation steps as the loop
@@ -205,14 +227,7 @@ def _hf_run(
         math.ceil(len(examples) / config.per_device_batch_size) / accumulation
     )
     warmup = _warmup_steps(config, len(examples), steps_per_epoch)
-    decay, no_decay = _parameter_groups(model)
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-    )
+    optimizer = build_optimizer(model, config, device=device)  # the loop's, fused on CUDA too
     offset = 1 if config.schedule == "linear" else 0
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: _lr_factor(s, warmup, steps_per_epoch, offset=offset)
@@ -241,7 +256,7 @@ def _hf_run(
 
     class StepClock(TrainerCallback):
         def on_step_end(self, *_args: Any, **_kwargs: Any) -> None:
-            recorder.step_end(device)
+            recorder.step_end(device, profiler)
 
     class SameRecipe(Trainer):
         # Our loss is a per-batch mean, not normalised by the accumulated token count: HF must
@@ -286,11 +301,18 @@ def _run_report(
     n_params: int,
     peak: float,
     memory: dict[str, Any],
+    *,
+    profiler: StepProfiler | None = None,
 ) -> dict[str, Any]:
     accumulation = len(recorder.batches) // len(recorder.step_ends) if recorder.step_ends else 1
-    # Steady state: the micro-batches after the first optimizer step, over the time they took.
-    after = recorder.batches[accumulation:]
-    seconds = recorder.step_ends[-1] - recorder.step_ends[0]
+    # Steady state: the micro-batches after the first optimizer step (and after the profiled
+    # ones), over the time they took.
+    skip = 1
+    if profiler is not None:
+        profiler.close()
+        skip += profiler.recorded
+    after = recorder.batches[skip * accumulation :]
+    seconds = recorder.step_ends[-1] - recorder.step_ends[skip - 1]
     real = sum(r for r, _ in after)
     padded = sum(p for _, p in after)
     flop_per_s = 6 * n_params * padded / seconds
@@ -303,6 +325,7 @@ def _run_report(
         "share_of_peak": round(flop_per_s / peak, 4),
         **memory,
         "losses": [round(x, 7) for x in losses],
+        **({"profile": profiler.summary()} if profiler is not None else {}),
     }
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from forgetbench.methods._terms import global_grad_norm
-from forgetbench.methods.base import TwoTaskMethod, UnlearnInputs
+from forgetbench.methods.base import Parts, TwoTaskMethod, UnlearnInputs
 from forgetbench.methods.plugins import plugin_call
 
 
@@ -54,13 +54,13 @@ class TwoTaskStep:
 
     # --- StepHook ---------------------------------------------------------------------------
 
-    def backward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, float]]:
+    def backward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, Parts]:
         inputs = self.inputs_fn(model, batch)
         forget, retain = plugin_call(
             self.method, "task_losses", lambda: self.method.task_losses(inputs)
         )
         logged = (retain - forget).detach()  # GradDiff's objective, for the log only
-        parts = {"forget_nll": forget.item(), "retain_nll": retain.item()}
+        parts = {"forget_nll": forget.detach(), "retain_nll": retain.detach()}
         if not torch.isfinite(logged):
             return logged, parts  # the loop stops the run with its usual message
         params = _trainable(model)

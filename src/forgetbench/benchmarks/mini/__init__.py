@@ -23,7 +23,7 @@ from forgetbench.benchmarks.mini.generate import (
 from forgetbench.benchmarks.mini.read import load_format, mini_stats
 from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.benchmarks.mini.scales import SCALES, Scale, get_scale
-from forgetbench.config import FORMATS
+from forgetbench.config_names import FORMATS
 
 __all__ = [
     "FORMATS",

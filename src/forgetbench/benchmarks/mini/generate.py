@@ -38,8 +38,10 @@ from forgetbench.io import atomic_write_json, atomic_write_text, parse_json, rea
 # WMDP-shaped folders and the generalisation probes; every file of version 2 is unchanged, so a
 # version-2 folder is completed in place (`_check_target`). Version 4 lays MUSE's scal/ and sust/
 # out as News' are (forget_1 the forget set, three more folds); drawing the folds' people
-# rephrased one retain2 article; no file outside muse/ changed.
-GENERATOR_VERSION = "4"
+# rephrased one retain2 article; no file outside muse/ changed. Version 5 keeps each MUSE article
+# to its person's first facts, so that every MUSE text fits the tiny model's positions; again no
+# file outside muse/ changed.
+GENERATOR_VERSION = "5"
 MANIFEST = "manifest.json"
 # Where the released-layout miniatures go in the folder: MUSE's corpus folder as its authors name
 # News's (`data/news`), WMDP's files at a folder's top, as lm-eval and the Hub lay them out.

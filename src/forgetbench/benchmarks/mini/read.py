@@ -13,7 +13,7 @@ from typing import Any
 
 from forgetbench.benchmarks.mini.formats import MC_FORMATS, SIDES
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS, read_manifest
-from forgetbench.config import FORMATS
+from forgetbench.config_names import FORMATS
 from forgetbench.data.lume import load_lume
 from forgetbench.data.muse import require_muse
 from forgetbench.data.tofu import load_tofu

@@ -4,8 +4,8 @@
 Their people are drawn after the TOFU-shaped world's (from its own name pool, so no name is
 shared), from their own seeded streams: building them changes nothing `generate_mini` writes.
 
-- MUSE (`write_muse`): news-like articles, one per person, each the person's facts as sentences
-  (the answers of their questions). Forget, retain1, retain2 and holdout people; verbmem prompts
+- MUSE (`write_muse`): news-like articles, one per person, each the person's first
+  `MUSE_ARTICLE_FACTS` facts as sentences (the answers of their questions). Forget, retain1, retain2 and holdout people; verbmem prompts
   cut each forget article at its middle word; knowmem asks for the short fact; privleak holds the
   forget, retain1 and holdout articles. scal and sust are laid out as News' are: forget_1 of
   both is the forget set itself (MUSE's scripts start both series from the study's own run),
@@ -37,6 +37,11 @@ from forgetbench.io import atomic_write_text
 PEOPLE = {"tiny": 4, "small": 12, "full": 40}
 KNOWMEM_PER_PERSON = 2  # knowmem questions asked about each person
 ICL_EXAMPLES = 3  # few-shot pairs, as MUSE's *_qa_icl files hold a handful
+# Facts per MUSE article. MUSE's code scores every text whole; a text longer than the model's
+# positions would be cut by ours (tests/test_corpus_study.py checks the tiny model's 256): eight
+# facts keep each article within 210 of them and each verbmem prompt (half an article) within
+# the 128 left beside its 128 generated tokens. Knowmem asks facts 0 and 1, its shots fact 2.
+MUSE_ARTICLE_FACTS = 8
 WMDP_PER_PERSON = 3  # four-choice questions per subject person
 MUSE_GROUPS = ("forget", "retain1", "retain2", "holdout")
 # sust's folds after the first (the forget set), drawn after the groups above so that adding
@@ -69,10 +74,14 @@ def _article(person: Person, items: tuple[QAItem, ...]) -> str:
     return f"{person.name} in the news. " + " ".join(item.answer for item in items)
 
 
+def _muse_article(person: Person, items: tuple[QAItem, ...]) -> str:
+    return _article(person, items[:MUSE_ARTICLE_FACTS])
+
+
 def muse_files(scale: str = "tiny", seed: int = 0) -> dict[str, Any]:
     """Every file of a MUSE corpus folder: JSON values by path, `.txt` files as strings."""
     groups = _people(scale, seed, "muse", (*MUSE_GROUPS, *MUSE_FOLDS))
-    articles = {g: [_article(p, items) for p, items in people] for g, people in groups.items()}
+    articles = {g: [_muse_article(p, items) for p, items in people] for g, people in groups.items()}
     files: dict[str, Any] = {}
     verbmem = []
     for text in articles["forget"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forgetbench.config import SCALES as SCALE_NAMES
+from forgetbench.config_names import SCALES as SCALE_NAMES
 from forgetbench.errors import UnknownNameError
 
 
@@ -69,7 +69,7 @@ class Scale:
     meta_pools: PoolPlan  # the meta-evaluation's model pools (study/meta_eval.py)
     robustness_methods: tuple[str, ...]  # attacked by the robustness meta-evaluation by default
     # Epochs of the document benchmarks' (MUSE, WMDP) finetuned and retain models over their
-    # articles, at batch 4: tiny's 150 take VerbMem from 25 (the retain model) to 59 (docs/muse.md).
+    # articles, at batch 4: tiny's 150 take VerbMem from 24 (the retain model) to 66 (docs/muse.md).
     corpus_epochs: int = 150
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from forgetbench.benchmarks.mini.formats import MC_FORMATS, SIDES
 from forgetbench.benchmarks.mini.read import load_format
-from forgetbench.config import FORMATS
+from forgetbench.config_names import FORMATS
 from forgetbench.eval.requests import UNSET_SCORED_LENGTH, Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
 from forgetbench.metrics import aggregate

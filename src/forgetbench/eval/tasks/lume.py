@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.lume import SPLITS, load_lume, load_mia_documents
 from forgetbench.errors import ConfigError
 from forgetbench.eval.requests import Generate, Request, Response

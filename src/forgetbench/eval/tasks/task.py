@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from forgetbench.config import EvalConfig
+from forgetbench.config_sections import EvalConfig
 from forgetbench.data.logs import EvalLog
 from forgetbench.errors import DataError, ModelError
 from forgetbench.eval.backend import Backend, serve

@@ -1,0 +1,133 @@
+"""RWKU's metrics, each against values worked out by hand from RWKU's code's definitions."""
+
+import math
+import zlib
+
+import nltk
+import numpy as np
+import pytest
+
+from forgetbench.errors import DataError
+from forgetbench.metrics import METRICS, aggregate
+from forgetbench.metrics.rwku import (
+    fluency_entropy,
+    mia_scores,
+    ngram_entropy,
+    probe_scores,
+    rouge_l_recall,
+    word_tokens,
+)
+from forgetbench.records import ProbeRecord
+
+
+def test_rouge_l_recall_is_the_rouge_package_s_not_rouge_score_s():
+    recalls = rouge_l_recall(
+        [
+            " Richard Bachman.",  # stripped; "." ends a sentence, not a word: 2 of 2
+            "carrie",  # case kept (rouge_score lowercases: it would give 1)
+            "He wrote as Bachman, Richard",  # "Bachman," is not "Bachman": LCS "Richard", 1 of 2
+            "New York",  # the answer's distinct words are New, York, "York,": 2 of 3
+            "   ",  # empty: scored as NOANSWER
+            "...",  # no sentence left: `rouge` raises, nothing recalled
+        ],
+        ["Richard Bachman", "Carrie", "Richard Bachman", "New York, New York", "Carrie", "1947"],
+    )
+    np.testing.assert_allclose(recalls, [1.0, 0.0, 0.5, 2 / 3, 0.0, 0.0], atol=1e-12)
+    assert rouge_l_recall(["NOANSWER"], ["NOANSWER"])[0] == 1.0  # what "   " was scored as
+    with pytest.raises(ValueError, match="2 generations for 1 answers"):
+        rouge_l_recall(["a", "b"], ["a"])
+    with pytest.raises(ValueError, match="has no word"):
+        rouge_l_recall(["a"], [" . "])
+
+
+def test_level_and_attack_scores_are_means_of_their_probes():
+    def probe(level, kind, split="forget"):
+        return ProbeRecord("q", "a", "Stephen King", level, kind, split)
+
+    probes = [probe(1, "fill"), probe(1, "fill"), probe(2, "simple question"),
+              probe(3, "prefix injection"), probe(3, "role play"), probe(3, "prefix injection"),
+              probe(1, "fill", "neighbor"), probe(2, "q", "neighbor")]  # fmt: skip
+    scores = probe_scores([0.5, 1.0, 0.25, 1.0, 0.0, 0.5, 0.75, 0.125], probes)
+    assert scores == {
+        "rwku/forget_fb": 0.75,
+        "rwku/forget_qa": 0.25,
+        "rwku/forget_aa": 0.5,
+        "rwku/forget_aa/prefix injection": 0.75,
+        "rwku/forget_aa/role play": 0.0,
+        "rwku/neighbor_fb": 0.75,
+        "rwku/neighbor_qa": 0.125,
+    }
+    # A level without probes has no score; the registered aggregation is the same mean.
+    assert probe_scores([0.5], [probe(2, "q")]) == {"rwku/forget_qa": 0.5}
+    assert aggregate("rwku/forget_fb", [0.5, 1.0]) == 0.75
+    assert METRICS["rwku/forget_fb"].direction == "lower"
+    assert METRICS["rwku/neighbor_qa"].direction == "higher"
+
+
+def test_mia_scores_as_rwku_computes_them():
+    logps = [np.array([-1.0, -2.0, -3.0, -4.0, -5.0]), np.array([-1.0, -1.0, -1.0, -3.0])]
+    means = [np.full(5, -1.0), np.zeros(4)]
+    stds = [np.full(5, 2.0), np.ones(4)]
+    scores = mia_scores(logps, means, stds, ["abc", "abcabcabc"])
+    np.testing.assert_allclose(scores["loss"], [-3.0, -1.5])
+    # zlib.compress(b"abc") is 11 bytes; the mean log-likelihood is divided by it.
+    assert len(zlib.compress(b"abc")) == 11
+    np.testing.assert_allclose(scores["zlib"][0], -3.0 / 11)
+    # (lp - mu) / sigma = 0, -0.5, -1, -1.5, -2: the lowest int(0.2 * 5) = 1 is -2; four
+    # tokens give int(0.8) = 0, which RWKU's np.mean of nothing makes NaN.
+    assert scores["min_k_plus_plus"][0] == -2.0 and math.isnan(scores["min_k_plus_plus"][1])
+    ten = mia_scores([-np.arange(1.0, 11.0)], [np.zeros(10)], [np.full(10, 0.5)], ["x"])
+    assert ten["min_k_plus_plus"][0] == -19.0  # mean of -20, -18: int(0.2 * 10) = 2 tokens
+    assert aggregate("rwku/mia_fm/loss", scores["loss"]) == -2.25
+    with pytest.raises(ValueError, match="must be aligned"):
+        mia_scores(logps, means, stds, ["abc"])
+    with pytest.raises(ValueError, match="item 1: .* got shapes \\(4,\\), \\(4,\\), \\(3,\\)"):
+        mia_scores(logps, means, [stds[0], np.ones(3)], ["a", "b"])
+
+
+def test_fluency_entropy_of_bigrams_and_trigrams():
+    # "a b a b": bigrams ab, ba, ab -> H2 = H(2/3, 1/3) = 0.918296 bits; trigrams aba, bab ->
+    # H3 = 1 bit; (2/3 H2 + 4/3 H3) / 2 = 0.972765.
+    h2 = -(2 / 3 * math.log2(2 / 3) + 1 / 3 * math.log2(1 / 3))
+    assert ngram_entropy(["a", "b", "a", "b"]) == pytest.approx((2 / 3 * h2 + 4 / 3) / 2)
+    assert ngram_entropy(["a", "b"]) == 0.0 and ngram_entropy([]) == 0.0
+    values = fluency_entropy(["a b a b", "a b"], tokenize=str.split)
+    np.testing.assert_allclose(values, [0.972765, 0.0], atol=1e-6)
+    assert aggregate("rwku/fluency", values) == pytest.approx(0.972765 / 2, abs=1e-6)
+
+
+@pytest.fixture
+def punkt(tmp_path, monkeypatch):
+    """An English Punkt model with no learnt abbreviations, on NLTK's path alone."""
+    model = tmp_path / "tokenizers" / "punkt_tab" / "english"
+    model.mkdir(parents=True)
+    for name in ("collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab"):
+        (model / name).write_text("")
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+    yield
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+
+
+def test_words_are_nltk_s_sentence_then_treebank_tokens(punkt):
+    # Sentences first: "world." ends one, so its "." is a token (the Treebank tokenizer alone
+    # would split only the text's last period).
+    assert word_tokens("Hello world. It's fine.") == [
+        "Hello",
+        "world",
+        ".",
+        "It",
+        "'s",
+        "fine",
+        ".",
+    ]
+    assert fluency_entropy(["Hello world. Hello world."])[0] == pytest.approx(
+        ngram_entropy(["Hello", "world", ".", "Hello", "world", "."])
+    )
+
+
+def test_fluency_without_punkt_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+    with pytest.raises(DataError, match="Punkt sentence model, which is not installed"):
+        fluency_entropy(["Hello world."])

@@ -1,0 +1,139 @@
+"""The training loop reads numbers off the device once per optimizer step, not per micro-batch.
+
+On a GPU every `.item()`, `float(t)`, `int(t)`, `.tolist()` or `if t:` makes the host wait for
+the device. The CPU cannot show the wait, but it can count the calls: every such conversion made
+by forgetbench's own code while a run trains is counted (torch's and transformers' internals,
+which convert CPU-side numbers such as AdamW's step count, are not ours and not counted).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from forgetbench.methods.base import build_method
+from forgetbench.methods.refusals import REFUSALS
+from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.records import QARecord
+from forgetbench.train.items import build_items, collate_items, with_reference_logps
+from forgetbench.train.loop import LoopConfig, NonFiniteLoss, build_optimizer, train_loop
+from forgetbench.train.method_loss import method_loss
+from toy import toy_qa, toy_tokenizer
+
+PACKAGE = str(Path(__file__).resolve().parents[2] / "src" / "forgetbench")
+HOST_SIDE = {"order.py"}  # the epoch order, drawn from a CPU generator once per epoch
+CONVERSIONS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy")
+
+
+class SyncCounter:
+    """Counts tensor-to-host conversions called from forgetbench's code (the caller's frame)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[str] = []
+        self.on = False
+        for name in CONVERSIONS:
+            original = getattr(torch.Tensor, name)
+            monkeypatch.setattr(torch.Tensor, name, self._counted(name, original))
+
+    def _counted(self, name, original):
+        def conversion(tensor, *args, **kwargs):
+            caller = sys._getframe(1).f_code.co_filename
+            if self.on and caller.startswith(PACKAGE) and Path(caller).name not in HOST_SIDE:
+                self.calls.append(f"{name} in {Path(caller).name}:{sys._getframe(1).f_lineno}")
+            return original(tensor, *args, **kwargs)
+
+        return conversion
+
+
+def _train(method_name: str, out: Path, counter: SyncCounter | None, **options):
+    tokenizer = toy_tokenizer()
+    model = build_tiny_model(tokenizer, scale="tiny", seed=0)
+    method = build_method(method_name, options)
+    records = [QARecord(q, a) for q, a in toy_qa()]
+    plan = build_items(
+        records[:6], records[6:], tokenizer, PromptTemplate("question_answer"),
+        refusals=REFUSALS, seed=0, max_length=128, epochs=2,
+    )  # fmt: skip
+    needs = set(method.required_inputs())
+    plan = with_reference_logps(
+        model,
+        plan,
+        pad_id=tokenizer.pad_token_id,
+        fields={f for f in needs if f.startswith("ref_")},
+    )
+    loss, _ = method_loss(method, model)
+    steps: list[int] = []
+
+    def count_step(step, _model):
+        if counter is not None:
+            steps.append(len(counter.calls))
+
+    if counter is not None:
+        counter.on = True
+    try:
+        result = train_loop(
+            model,
+            lambda epoch: plan[epoch],
+            loss_fn=loss,
+            collate_fn=lambda b: collate_items(b, pad_id=tokenizer.pad_token_id),
+            # 3 micro-batches of 2 per optimizer step; a checkpoint after every step
+            config=LoopConfig(
+                lr=3e-3, epochs=2, batch_size=6, per_device_batch_size=2, checkpoint_every=1
+            ),
+            out_dir=out,
+            progress=False,
+            on_step=count_step,
+        )
+    finally:
+        if counter is not None:
+            counter.on = False
+    return result, steps
+
+
+@pytest.mark.parametrize("method", ["grad_diff", "npo", "pdu"])
+def test_one_host_read_per_optimizer_step(method, tmp_path, monkeypatch):
+    counter = SyncCounter(monkeypatch)
+    result, calls_after_step = _train(method, tmp_path, counter)
+    assert result.steps == 2
+    per_step = [b - a for a, b in zip([0, *calls_after_step], calls_after_step, strict=False)]
+    # the loop's one read; PDU's dual update reads its state once more (a host float by design)
+    allowed = 2 if method == "pdu" else 1
+    assert all(n <= allowed for n in per_step), counter.calls
+    rows = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(isinstance(r["forget_nll"], float) and r["tokens_per_s"] > 0 for r in rows)
+
+
+def test_the_logged_terms_are_the_steps_micro_batch_mean(tmp_path):
+    # grad_diff's loss is retain_nll - forget_nll for every micro-batch, so the step's mean loss
+    # is the mean of its terms' difference only if each term is averaged the same way
+    result, _ = _train("grad_diff", tmp_path, None)
+    rows = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
+    for row, loss in zip(rows, result.losses, strict=True):
+        assert row["loss"] == loss
+        assert row["retain_nll"] - row["forget_nll"] == pytest.approx(loss, abs=1e-5)
+
+
+def test_a_non_finite_loss_stops_the_run_before_its_checkpoint(tmp_path):
+    with pytest.raises(
+        NonFiniteLoss, match=r"(loss|gradient norm) became .* at step 1 \(epoch 1\)"
+    ):
+        _train("grad_ascent", tmp_path, None, forget_weight=1e38)
+    assert not (tmp_path / "checkpoint").exists()
+    assert not (tmp_path / "train_log.jsonl").exists()
+
+
+def test_adamw_is_fused_where_the_parameters_train_on_cuda():
+    # The choice alone (the CPU cannot run CUDA's kernel): fused on CUDA, torch's default (the
+    # multi-tensor loop the golden numbers were made with) on the CPU and under FSDP (no device).
+    model = build_tiny_model(toy_tokenizer(), scale="tiny", seed=0)
+    config = LoopConfig(lr=1e-3, epochs=1)
+    assert build_optimizer(model, config, device=torch.device("cuda")).defaults["fused"]
+    for device in (torch.device("cpu"), None):
+        assert not build_optimizer(model, config, device=device).defaults["fused"]
+    groups = build_optimizer(model, config, device=torch.device("cpu")).param_groups
+    assert [g["weight_decay"] for g in groups] == [config.weight_decay, 0.0]

@@ -1,7 +1,7 @@
 """Run the forgetbench command line in this process and kill it with SIGKILL right after the
 train log of its first training loop gets step N: no cleanup runs, the checkpoint of step N (if
 any) is not written, as when `kill -9` lands between two checkpoints. A subprocess of
-tests/test_faults_process.py.
+tests/test_faults_process.py; tests/train/cli_sequence.py kills its last command line with it.
 
 usage: kill_at_step.py N FORGETBENCH-ARGUMENT...
 """
@@ -13,15 +13,19 @@ import sys
 from forgetbench.cli import main
 from forgetbench.train import loop
 
-STEP = int(sys.argv[1])
-append = loop._append_log
+
+def kill_at(step: int) -> None:
+    """From now on, the process that logs training step `step` kills itself once it is logged."""
+    append = loop._append_log
+
+    def append_then_die(path, row):
+        append(path, row)
+        if row["step"] == step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    loop._append_log = append_then_die
 
 
-def append_then_die(path, row):
-    append(path, row)
-    if row["step"] == STEP:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-loop._append_log = append_then_die
-sys.exit(main(sys.argv[2:]))
+if __name__ == "__main__":
+    kill_at(int(sys.argv[1]))
+    sys.exit(main(sys.argv[2:]))

@@ -1,7 +1,11 @@
-"""Run a toy finetune; used by tests as a subprocess (kill/resume) and under `accelerate launch`.
+"""Run toy finetunes; used by tests as a subprocess (kill/resume) and under `accelerate launch`.
 
-usage: finetune_script.py OUT_DIR PER_DEVICE_BATCH [CHECKPOINT_EVERY] [STEP_DELAY_S]
-                          [--stop-after STEP] [--rank-noise]
+usage: finetune_script.py RUN [then RUN ...]
+  RUN: OUT_DIR PER_DEVICE_BATCH [CHECKPOINT_EVERY] [STEP_DELAY_S] [--stop-after STEP] [--rank-noise]
+
+The runs go one after the other in this process (one interpreter start and one launch for all:
+CI time); each starts from the same seeded model, so a run's numbers do not depend on the runs
+before it.
 
 --stop-after: every process exits at once after that step (and its checkpoint), as if killed.
 --rank-noise: each process scales its loss by noise from its own torch RNG (seeded by rank), so a
@@ -24,7 +28,7 @@ from forgetbench.train.loop import LoopConfig, train_loop  # noqa: E402
 from toy import toy_examples, toy_tokenizer  # noqa: E402
 
 
-def main() -> None:
+def run(argv: list[str]) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("per_device", type=int)
@@ -32,7 +36,7 @@ def main() -> None:
     parser.add_argument("delay", type=float, nargs="?", default=0.0)
     parser.add_argument("--stop-after", type=int)
     parser.add_argument("--rank-noise", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from accelerate import PartialState
 
     # cpu=True as the loop's Accelerator: a bare PartialState() on a machine without GPUs is one
@@ -72,6 +76,17 @@ def main() -> None:
     )
     if state.is_main_process:
         save_model(model, tokenizer, args.out / "model")
+
+
+def main() -> None:
+    runs: list[list[str]] = [[]]
+    for argument in sys.argv[1:]:
+        if argument == "then":
+            runs.append([])
+        else:
+            runs[-1].append(argument)
+    for argv in runs:
+        run(argv)
 
 
 if __name__ == "__main__":

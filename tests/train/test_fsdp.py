@@ -1,6 +1,7 @@
 """`model.sharding=fsdp` for real: the command line under `torchrun --nproc_per_node 2` on the CPU
-(gloo), against the same commands in one process without sharding. Few launches (CI time): one
-launch runs every command of a test in each process (`cli_sequence.py`)."""
+(gloo), against the same commands in one process without sharding. Two launches (CI time): one
+runs every sharded command in each process (`cli_sequence.py`), the killed run last, and one
+resumes it; the commands in one process run in this one."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import re
 import socket
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from file_tree import run_folder
@@ -23,7 +26,6 @@ pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent
 SEQUENCE = HERE / "cli_sequence.py"
-KILL = HERE.parent / "kill_at_step.py"
 SHARDED = "model.sharding=fsdp"
 QUIET = ["--json", "--no-progress"]
 # The issue's command: 25 steps (5 epochs of 5), two examples per process and micro-batch.
@@ -58,26 +60,32 @@ def _torchrun(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
          "--master_addr", "127.0.0.1", "--master_port", str(port), *args],
-        env=_environment(), capture_output=True, text=True, timeout=300, check=False,
+        env=_environment(), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
 
 
-def _sequence(folder: Path, lines: list[list[str]], *, sharded: bool) -> list[int]:
-    """Run the command lines in `folder`, two sharded processes or one plain; their exit codes."""
+@contextmanager
+def _one_thread():
+    """One torch thread, as in each of the two processes (and as a worker of the suite has)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _sharded(lines: list[list[str]], log: Path) -> tuple[list[int], int]:
+    """Run the command lines sharded in two processes, one after the other in each; the exit
+    code of each command that finished, and the launch's. Their stderr goes to `log`."""
     args: list[str] = []
     for line in lines:
-        args += ["--", *line, "--out", str(folder), *([SHARDED] if sharded else [])]
-    if sharded:
-        done = _torchrun(str(SEQUENCE), *args)
-    else:
-        done = subprocess.run(
-            [sys.executable, str(SEQUENCE), *args],
-            env=_environment(), capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+        args += ["--", *line, SHARDED]
+    done = _torchrun(str(SEQUENCE), *args)
     codes = [ln for ln in done.stdout.splitlines() if ln.startswith("codes: ")]
     assert codes, done.stdout[-2000:] + done.stderr[-4000:]
-    (folder / "stderr.txt").write_text(done.stderr)
-    return json.loads(codes[-1].removeprefix("codes: "))
+    log.write_text(done.stderr)
+    return json.loads(codes[-1].removeprefix("codes: ")), done.returncode
 
 
 def _run(folder: Path, name: str) -> Path:
@@ -103,20 +111,27 @@ def _same_training(one: Path, two: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_study, tmp_path_factory) -> tuple[Path, Path, list[int], list[int]]:
+def runs(tiny_study, tmp_path_factory) -> tuple[Path, Path, list[int], list[int], Path, int]:
     """The same commands in one process and sharded in two: npo (the full run), a finetune, one
-    step of every other method, and (sharded) one with LoRA."""
+    step of every other method, and (sharded) one with LoRA; last, sharded, npo again in a
+    folder of its own, process 0 killed (SIGKILL) once step 7 is logged (torchrun then stops
+    process 1). (one, two, their exit codes, the killed run's folder, the launch's exit code)"""
     lines = [NPO, FINETUNE, *(_one_step(m) for m in OTHERS if m != TWO_GRADIENT)]
     lora = [*_one_step("grad_ascent"), "unlearn.lora=true"]
     one = run_folder(tiny_study, tmp_path_factory.mktemp("one"), "pretrain-", "finetune-")
     two = run_folder(tiny_study, tmp_path_factory.mktemp("two"), "pretrain-", "finetune-")
-    one_codes = _sequence(one, lines, sharded=False)
-    two_codes = _sequence(two, [*lines, _one_step(TWO_GRADIENT), lora], sharded=True)
-    return one, two, one_codes, two_codes
+    killed = run_folder(tiny_study, tmp_path_factory.mktemp("killed"), "pretrain-", "finetune-")
+    with _one_thread():  # on the CPU, as the two processes (a GPU would change the numbers)
+        one_codes = [main([*line, "--out", str(one), "model.device=cpu"]) for line in lines]
+    sharded = [[*line, "--out", str(two)] for line in [*lines, _one_step(TWO_GRADIENT), lora]]
+    two_codes, launch = _sharded(
+        [*sharded, ["kill-at-step", "7", *NPO, "--out", str(killed)]], two / "stderr.txt"
+    )
+    return one, two, one_codes, two_codes, killed, launch
 
 
 def test_sharded_npo_and_finetune_equal_one_process_step_by_step(runs):
-    one, two, one_codes, two_codes = runs
+    one, two, one_codes, two_codes, *_ = runs
     assert one_codes[:2] == two_codes[:2] == [0, 0], (two / "stderr.txt").read_text()[-3000:]
     _same_training(_run(one, "npo-forget10-"), _run(two, "npo-forget10-"))
     _same_training(_run(one, "retain-retain90-"), _run(two, "retain-retain90-"))
@@ -155,7 +170,7 @@ def test_each_process_holds_half_the_parameters(runs):
 
 
 def test_every_method_runs_sharded_or_is_refused_in_one_sentence(runs):
-    one, two, one_codes, two_codes = runs
+    one, two, one_codes, two_codes, *_ = runs
     assert one_codes[2:] == two_codes[2 : 2 + len(OTHERS) - 1] == [0] * (len(OTHERS) - 1)
     for method in OTHERS:
         if method != TWO_GRADIENT:
@@ -166,19 +181,16 @@ def test_every_method_runs_sharded_or_is_refused_in_one_sentence(runs):
     assert "model.sharding=fsdp does not shard LoRA adapters" in stderr
 
 
-def test_a_killed_sharded_run_resumes_to_the_same_weights(runs, tiny_study, tmp_path):
-    _one, two, *_ = runs
-    folder = run_folder(tiny_study, tmp_path / "killed", "pretrain-", "finetune-")
-    command = [*NPO, "--out", str(folder), SHARDED]
-    # Process 0 is killed (SIGKILL) once step 7 is logged; torchrun then stops process 1. The
-    # last checkpoint is the end of epoch 1 (step 5).
-    killed = _torchrun(str(KILL), "7", *command)
-    assert killed.returncode != 0
+def test_a_killed_sharded_run_resumes_to_the_same_weights(runs):
+    _one, two, _one_codes, two_codes, folder, launch = runs
+    # Every command before it finished; the killed one did not. The last checkpoint is the end of
+    # epoch 1 (step 5).
+    assert launch != 0 and len(two_codes) == len(OTHERS) + 3  # npo, finetune, the others, LoRA
     work = _run(folder, "npo-forget10-") / "work"
     state = json.loads((work / "checkpoint" / "state.json").read_text())
     assert state["position"]["step"] == 5 and state["sharding"] == "fsdp"
     assert len(list((work / "checkpoint" / "shards").glob("*.distcp"))) == 2  # one per process
-    resumed = _torchrun("-m", "forgetbench.cli", *command)
+    resumed = _torchrun("-m", "forgetbench.cli", *NPO, "--out", str(folder), SHARDED)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     _same_training(_run(two, "npo-forget10-"), work.parent)
 

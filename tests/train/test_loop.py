@@ -44,11 +44,49 @@ def _checkpoint_step(folder: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("uninterrupted")
-    done = _run([out, 4], check=False)
-    assert done.returncode == 0, done.stderr
-    return out
+def one_process(tmp_path_factory) -> tuple[Path, Path, int, str]:
+    """One process (one interpreter start: CI time) runs a whole finetune, then the same with a
+    checkpoint every step and a second's pause after each, killed (SIGKILL) once the checkpoint
+    of step 3 is on disk: (whole run, killed run, return code, stderr)."""
+    root = tmp_path_factory.mktemp("one-process")
+    whole, killed = root / "uninterrupted", root / "killed"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), whole, "4", "then", killed, "4", "1", "1.0"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and process.poll() is None and _checkpoint_step(killed) < 3:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    _, stderr = process.communicate()
+    return whole, killed, process.returncode, stderr
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(one_process) -> Path:
+    whole, _killed, _code, stderr = one_process
+    assert (whole / "model").is_dir(), stderr
+    return whole
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> tuple[Path, Path, Path, subprocess.CompletedProcess]:
+    """One two-process launch (CI time) for three runs, one after the other in each process: a
+    plain one (`same`), one with per-process noise and a checkpoint every step (`whole`), and
+    the same stopped after step 5 (`stopped`), which ends the launch as a kill would."""
+    root = tmp_path_factory.mktemp("two-processes")
+    same, whole, stopped = root / "same", root / "whole", root / "stopped"
+    done = launch_two_cpu_processes(
+        SCRIPT, str(same), "4",
+        "then", str(whole), "4", "1", "--rank-noise",
+        "then", str(stopped), "4", "1", "--rank-noise", "--stop-after", "5",
+        timeout=600,
+    )  # fmt: skip
+    return same, whole, stopped, done
 
 
 def test_loss_falls_and_the_log_has_one_line_per_step(uninterrupted):
@@ -61,53 +99,38 @@ def test_loss_falls_and_the_log_has_one_line_per_step(uninterrupted):
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_to_the_same_weights(uninterrupted, tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), tmp_path, "4", "1", "1.0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline and _checkpoint_step(tmp_path) < 3:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert process.returncode == -signal.SIGKILL
-    assert not (tmp_path / "model").exists(), "the run finished before it could be killed"
-    state = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
+def test_a_killed_run_resumes_to_the_same_weights(uninterrupted, one_process):
+    _whole, killed, code, stderr = one_process
+    assert code == -signal.SIGKILL, stderr
+    assert not (killed / "model").exists(), "the run finished before it could be killed"
+    state = json.loads((killed / "checkpoint" / "state.json").read_text())
     assert 3 <= state["position"]["step"] < 12
-    resumed = _run([tmp_path, 4, 1], check=False)
+    resumed = _run([killed, 4, 1], check=False)
     assert resumed.returncode == 0, resumed.stderr
-    assert _losses(tmp_path) == pytest.approx(_losses(uninterrupted), rel=1e-6)
-    expected, got = _weights(uninterrupted), _weights(tmp_path)
+    assert _losses(killed) == pytest.approx(_losses(uninterrupted), rel=1e-6)
+    expected, got = _weights(uninterrupted), _weights(killed)
     for name, tensor in expected.items():
         torch.testing.assert_close(got[name], tensor, rtol=0, atol=0)
 
 
 @pytest.mark.slow
-def test_two_processes_train_the_same_model_as_one(uninterrupted, tmp_path):
+def test_two_processes_train_the_same_model_as_one(uninterrupted, launched):
     # One process: per-device batch 4 x 2 accumulation steps. Two processes: 4 each, no
     # accumulation. Same effective batch, same data order, same schedule -> same curve.
-    done = launch_two_cpu_processes(SCRIPT, str(tmp_path), "4", timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert _losses(tmp_path) == pytest.approx(_losses(uninterrupted), rel=1e-4)
-    expected, got = _weights(uninterrupted), _weights(tmp_path)
+    same, _whole, _stopped, done = launched
+    assert (same / "model").is_dir(), done.stderr[-3000:]
+    assert _losses(same) == pytest.approx(_losses(uninterrupted), rel=1e-4)
+    expected, got = _weights(uninterrupted), _weights(same)
     for name, tensor in expected.items():
         torch.testing.assert_close(got[name], tensor, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow
-def test_two_processes_stopped_after_a_checkpoint_resume_to_the_same_numbers(tmp_path):
+def test_two_processes_stopped_after_a_checkpoint_resume_to_the_same_numbers(launched):
     # --rank-noise puts each process's own RNG into its loss: the resumed run matches only if
     # every process got its RNG back, not just the main one.
-    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    done = launch_two_cpu_processes(SCRIPT, str(whole), "4", "1", "--rank-noise", timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    killed = launch_two_cpu_processes(
-        SCRIPT, str(stopped), "4", "1", "--rank-noise", "--stop-after", "5", timeout=600
-    )
+    _same, whole, stopped, killed = launched
+    assert (whole / "model").is_dir(), killed.stderr[-3000:]
     assert killed.returncode != 0 and not (stopped / "model").exists()
     checkpoint = stopped / "checkpoint"
     state = json.loads((checkpoint / "state.json").read_text())

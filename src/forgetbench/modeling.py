@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,9 +159,9 @@ def _split_prompt_answer(tokenizer: object, prompt: str, text: str) -> tuple[lis
     that starts in the prompt and ends in the answer makes the split ambiguous, and is an error.
     Remembered per process (forgetbench.tokenized): a study scores the same pairs on every model."""
 
-    def split() -> tuple[tuple[int, ...], int]:
+    def split() -> tuple[array, int]:
         ids, count = _split_uncached(tokenizer, prompt, text)
-        return tuple(ids), count
+        return array("l", ids), count
 
     ids, count = remembered(tokenizer, "prompt-answer", (prompt, text), split)
     return list(ids), count

@@ -15,9 +15,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-# Entries, each a few hundred bytes at most: a study's questions many times over, bounded so a
-# long-lived process (a sweep) cannot grow without limit. Emptied, not evicted, when full.
-_LIMIT = 200_000
+# Entries (the text and 8 bytes a token, about 1 kB for a TOFU answer): a whole TOFU evaluation
+# is about 15,000, so this holds several benchmarks' and bounds a long-lived process (a sweep) to
+# about 100 MB. Emptied, not evicted, when full.
+_LIMIT = 100_000
 _remembered: dict[tuple[Any, ...], Any] = {}
 # Per tokenizer object: (its mutable settings when keyed, its key). The settings are checked on
 # every use, so a token added or a special token changed after keying gives a new key.
@@ -58,8 +59,8 @@ def tokenizer_key(tokenizer: Any) -> str | None:
 def remembered(
     tokenizer: Any, kind: str, texts: tuple[str, ...], compute: Callable[[], Any]
 ) -> Any:
-    """`compute()`'s result for these texts and this tokenizer, computed once per process. The
-    result must be immutable (tuples): callers share it."""
+    """`compute()`'s result for these texts and this tokenizer, computed once per process.
+    Callers share the result: they must not change it."""
     key = tokenizer_key(tokenizer)
     if key is None:
         return compute()

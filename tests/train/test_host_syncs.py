@@ -9,7 +9,6 @@ which convert CPU-side numbers such as AdamW's step count, are not ours and not 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from forgetbench.train.method_loss import method_loss
 from forgetbench.train.schedule import build_optimizer
 from host_syncs import SyncCounter
 from toy import toy_qa, toy_tokenizer
+
 
 def _train(method_name: str, out: Path, counter: SyncCounter | None, **options):
     tokenizer = toy_tokenizer()

@@ -2,7 +2,7 @@
 tokenizer per evaluated model from identical files, and each pair is tokenised once per process;
 a tokenizer that differs in anything gets its own ids."""
 
-from forgetbench.modeling import _split_uncached, encode_prompt_answer
+from forgetbench.modeling.encoding import _split_uncached, encode_prompt_answer
 from toy import toy_tokenizer
 
 PROMPT = "Question: Where was Basil born?\nAnswer:"

@@ -189,10 +189,10 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
 
 
 def _muse_wmdp(results: Results, rows: Sequence[row_math.Row]) -> dict[str, Any]:
-    """The MUSE and WMDP sections; the WMDP figures' SVG marked safe (matplotlib escapes)."""
+    """The MUSE and WMDP sections; their figures' SVG marked safe (matplotlib escapes)."""
     found = muse_wmdp_sections(rows, [row.model_dump() for row in results.sequence])
-    for section in found["wmdp"]:
-        section["svg"] = Markup(section["svg"])
+    for section in [*found["muse"], *found["wmdp"]]:
+        section["figures"] = {kind: Markup(svg) for kind, svg in section["figures"].items()}
     return found
 
 

@@ -1,12 +1,15 @@
 """The report's MUSE and WMDP sections and their terminal tables, from hand-made results.json
 files (tests/report/muse_wmdp_rows.py): real cells, escaped names, and no empty TOFU leaderboard."""
 
+import html
+import json
 import re
 
 from muse_wmdp_rows import HOSTILE, muse_results, wmdp_results
 from rich.console import Console
 from synthetic import write_results
 
+from forgetbench.config import load_config
 from forgetbench.report import corpus_plots
 from forgetbench.report.html import build_report
 from forgetbench.report.muse_wmdp import print_muse_wmdp
@@ -164,3 +167,26 @@ def test_wmdp_figures_draw_accuracy_against_mmlu_and_over_the_steps(monkeypatch)
     assert [ax.get_title() for ax in curves[:5]][-1] == "MMLU (utility)"
     assert _lines(curves[4])["rmu"] == [(0, 0.5), (10, 0.5), (20, 0.46)]
     assert {y for _, y in _lines(curves[4])["chance"]} == {0.25}
+
+
+def test_a_document_studys_configuration_holds_only_what_it_read(tmp_path):
+    # A results.json written with the whole config (as before a document study cut it): the
+    # report shows MUSE's and WMDP's own keys, no TOFU splits, formats, MIA shadows or LUME.
+    full = load_config().model_dump()
+    common = {"methods", "examples", "retain_logs", "method_settings", "workers"}
+    evals = {"batch_size", "max_length", "lm_eval_tasks", "lm_eval_chat_template",
+             "lm_eval_include_path"}  # fmt: skip
+    for results, study, own in (
+        (muse_results(), common | {"requests"}, {"mia_k"}),
+        (wmdp_results(), common, set()),
+    ):
+        folder = write_results(tmp_path / results["benchmark"], {**results, "config": full})
+        page = build_report(folder).read_text(encoding="utf-8")
+        (shown,) = re.findall(r'<pre class="config">(.*?)</pre>', page, re.S)
+        config = json.loads(html.unescape(shown))
+        assert set(config) == set(full) - {"attack"}
+        assert set(config["study"]) == study and set(config["eval"]) == evals | own
+        assert config["benchmark"] == {"name": "mini", "path": None}
+        assert config["unlearn"] == full["unlearn"] and config["train"] == full["train"]
+        for unread in ("splits", "mia_shadows", "formats", "lume", "relearn_lr", "seeds"):
+            assert f'"{unread}"' not in shown, unread

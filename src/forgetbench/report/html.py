@@ -21,6 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from forgetbench import rows as row_math
+from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.generalisation import MIN_GAP
 from forgetbench.io import atomic_write_text
 from forgetbench.metrics.lume import MMLU_THRESHOLD
@@ -126,8 +127,8 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     same = {s: c for s, c in results.same_data.items() if c in row_math.splits(rows) and s != c}
     rows = [r for r in rows if r["split"] not in same]
     examples = [e for e in results.examples if e.split not in same]
-    board = row_math.leaderboard(rows)
     validity = results.validity
+    board = row_math.leaderboard(rows)
     seeds = _seed_table(rows, board) if row_math.is_seeded(rows) else None
     # With seeds, the plots and reference table draw each step's mean over the seeds.
     rows = row_math.seed_means(rows) if seeds else rows
@@ -176,7 +177,7 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         plots=groups,
         examples=examples_section(examples, board),
         metric_versions=list(results.metric_versions.items()),
-        config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
+        config=json.dumps(_config(results), indent=2, sort_keys=True, ensure_ascii=False),
         settings=tables.settings_table(rows),
         utility_ratio=f"{row_math.UTILITY_RATIO:g}",
         mmlu_threshold=f"{MMLU_THRESHOLD:g}",
@@ -186,6 +187,13 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         # A MUSE study's sequence rows are drawn by its own section (scalability, sustainability).
         transfer=_transfer(results) if tofu else None,
     )
+
+
+def _config(results: Results) -> dict[str, Any] | None:
+    """The resolved config as the study read it: a document benchmark's (MUSE, WMDP) without the
+    TOFU-shaped study's options, also from a results.json written before it recorded so."""
+    bench = corpus_benchmark(results.benchmark) if results.benchmark else None
+    return bench.read_config(results.config) if bench and results.config else results.config
 
 
 def _muse_wmdp(results: Results, rows: Sequence[row_math.Row]) -> dict[str, Any]:

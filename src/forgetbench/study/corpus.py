@@ -359,7 +359,8 @@ def run_corpus_study(
         "scale": config.scale if model is None else None,
         "model": model or str(study.finetuned),
         "workers": workers,
-        "config": config.model_dump(),
+        # What this study read: none of the TOFU-shaped study's options (splits, formats, ...).
+        "config": bench.read_config(config.model_dump()),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "reused": reused,

@@ -80,6 +80,7 @@ LAYERS = (
     ("config",),
     ("benchmarks",),  # the miniature: world generation and its `Scale` records
     ("modeling", "rows"),
+    ("lume_gate",),  # whether LUME's final score measures anything in a study's rows
     # the gates over rows that decide whether a study may rank methods; MUSE's and WMDP's
     # criteria; the probes' gap closed
     ("validity", "criteria", "generalisation"),

@@ -24,6 +24,7 @@ from forgetbench import rows as row_math
 from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.generalisation import MIN_GAP
 from forgetbench.io import atomic_write_text
+from forgetbench.lume_gate import lume_noise
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.report import plots, robustness, tables
 from forgetbench.report.examples import examples_section
@@ -128,11 +129,11 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     rows = [r for r in rows if r["split"] not in same]
     examples = [e for e in results.examples if e.split not in same]
     validity = results.validity
-    board = row_math.leaderboard(rows)
+    board = tables.without_noise(row_math.leaderboard(rows), validity)
     seeds = _seed_table(rows, board) if row_math.is_seeded(rows) else None
     # With seeds, the plots and reference table draw each step's mean over the seeds.
     rows = row_math.seed_means(rows) if seeds else rows
-    references = row_math.reference_entries(rows)
+    references = tables.without_noise(row_math.reference_entries(rows), validity)
     columns = tables.leaderboard_columns(board or references)
     identical = _identical(results.rows, same)
     groups, notes = _figures(rows)
@@ -214,6 +215,7 @@ def _validity(validity: Mapping[str, Any] | None) -> dict[str, Any]:
     return {
         "verdict": verdict(validity),
         "checks": checks,
+        "lume": lume_noise(validity),
         "level": level,
         "bar": f"{DISTINGUISHABLE_BAR:g}",
         "margin": f"{LEARNT_MARGIN:g}",

@@ -33,7 +33,8 @@ def test_muse_section_numbers_criteria_and_requests(tmp_path):
     assert _row(page, "grad_ascent", "10", "0.00", "0.00", "+45.2", "2.00", over)
     # The criteria, in MUSE's order (C5/C6 from the sequence rows, — where they did not run).
     assert _row(page, "npo", "yes", "yes", "yes", "yes", "yes", "no")
-    assert _row(page, "grad_ascent", "yes", "yes", "no", "no", "—", "—")
+    # grad_ascent meets C1 by destroying the text (VerbMem 0 < 0.5 x 20): the cell says so.
+    assert _row(page, "grad_ascent", "yes, over-unlearnt", "yes", "no", "no", "—", "—")
     assert _row(page, "finetuned", "no", "no", "no", "yes", "—", "—")
     assert _row(page, "sustainability", "npo", "37.00", "35.00", "no")
     # Each request's bar beside it: the finetuned model's KnowMem on the retain set.
@@ -60,7 +61,7 @@ def test_a_privleak_coarser_than_the_band_leaves_the_verdict_undecided(tmp_path)
     page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
     assert "moves it by 12.5 points" in page and "is undecided for every" in page
     assert _row(page, "npo", "yes", "yes", "undecided", "yes", "yes", "no")
-    assert _row(page, "grad_ascent", "yes", "yes", "undecided", "no", "—", "—")
+    assert _row(page, "grad_ascent", "yes, over-unlearnt", "yes", "undecided", "no", "—", "—")
     console = Console(record=True, width=200)
     print_muse_wmdp(results["rows"], results["sequence"], console=console)
     assert "PrivLeak on news moves 12.5 points" in console.export_text()

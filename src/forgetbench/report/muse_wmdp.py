@@ -47,7 +47,7 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
                 model["model"], model["step"], _number(model["verbmem_f"]),
                 _number(model["knowmem_f"]), format_privleak(model["privleak"]),
                 _number(model["knowmem_r"]),
-                "; ".join(model["over_unlearning"]) or ("—" if model["model"] in
+                "; ".join(model["over_unlearning"].values()) or ("—" if model["model"] in
                                                         ("finetuned", "retain") else "no"),
             ])  # fmt: skip
             met = muse_met(section, model)
@@ -79,9 +79,13 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
 
 
 def _mark(section: dict[str, Any], key: str, met: bool | None, model: dict[str, Any]) -> str:
-    """A criterion's cell: yes/no/—, "undecided" for a PrivLeak coarser than MUSE's band."""
+    """A criterion's cell: yes/no/—, "undecided" for a PrivLeak coarser than MUSE's band, and
+    "yes, over-unlearnt" for a VerbMem that meets "no verbatim memorisation" by falling far below
+    the retain model's (the text destroyed, not forgotten)."""
     if key == "no_privleak" and section["privleak_undecided"] and model["privleak"] is not None:
         return "undecided"
+    if key == "no_verbmem" and met and "verbmem" in model["over_unlearning"]:
+        return "yes, over-unlearnt"
     return MARKS[met]
 
 

@@ -133,6 +133,9 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
     assert "requests" in config["study"] and set(config["eval"]) >= {"mia_k", "batch_size"}
     assert not {"formats", "mia_shadows", "lume"} & set(config["eval"])
     assert 'id="muse-curves-1"' in page and 'id="muse-plane-1"' in page
+    (criteria,) = results["criteria"]["muse"]
+    assert [m["model"] for m in criteria["models"]] == ["finetuned", "retain", "npo"]
+    assert criteria["models"][2]["verbmem_f"] == rows[-1]["muse/verbmem_f"]
 
 
 @pytest.mark.slow

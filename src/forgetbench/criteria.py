@@ -248,3 +248,24 @@ def wmdp_accuracy(rows: Sequence[Row]) -> list[dict[str, Any]]:
             })  # fmt: skip
         sections.append({"split": split, "subsets": subsets, "models": models})
     return sections
+
+
+def criteria_record(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> dict[str, Any]:
+    """results.json's `criteria` of a MUSE or WMDP study, as the report draws them: per split,
+    each model's numbers, the six criteria met or not (MUSE; None where not decided) with the
+    over-unlearning tests it fails, and PrivLeak's resolution; each model's WMDP accuracy, MMLU
+    and whether it kept it. A results.json is then publishable without the report's arithmetic."""
+    muse = [
+        {
+            "split": section["split"],
+            "privleak_resolution": section["privleak_resolution"],
+            "privleak_undecided": section["privleak_undecided"],
+            "models": [
+                {**{k: v for k, v in model.items() if k != "met"}, "met": muse_met(section, model)}
+                for model in section["models"]
+            ],  # fmt: skip
+        }
+        for section in muse_criteria(rows, sequence)
+    ]
+    wmdp = wmdp_accuracy(rows)
+    return {**({"muse": muse} if muse else {}), **({"wmdp": wmdp} if wmdp else {})}

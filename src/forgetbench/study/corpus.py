@@ -28,6 +28,7 @@ from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
+from forgetbench.criteria import criteria_record
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
@@ -372,6 +373,8 @@ def run_corpus_study(
         "rows": rows,
         "examples": examples,
         **({"sequence": sequence} if sequence else {}),
+        # MUSE's criteria (over-unlearning flagged) or WMDP's accuracy against utility, per model.
+        "criteria": criteria_record(rows, sequence),
     }
     write_results(out, results)
     return results

@@ -219,7 +219,6 @@ LONG_REASON = "Longer than 400 lines:"
 TO_SPLIT = {
     "modeling.py",
     "train/loop.py",
-    "study/run.py",
 }
 
 

@@ -1,7 +1,8 @@
 """The HTML report: one self-contained page built from a results folder's results.json alone.
 
-This module works out what the page shows (which plots can be drawn, the leaderboard, the
-examples); templates/report.html.j2 lays it out, with templates/report.css inlined and the plots
+This module works out what the page shows (which plots can be drawn, the leaderboard, each
+section from its module: `mia_tables`, `examples`, `meta_section`, `muse_wmdp`);
+templates/report.html.j2 lays it out, with templates/report.css inlined and the plots
 as inline SVG: no scripts and no external URL, so the file can be mailed or archived and opened
 anywhere. jinja2 escapes every value from the results (questions, generations, method and split
 names, config values); only the plots' SVG is marked safe. The same results.json gives a

@@ -105,6 +105,20 @@ def test_rebuild_is_byte_identical(built_report: Path, tmp_path: Path):
     assert sorted(p.name for p in again.parent.iterdir()) == ["report.html", "results.json"]
 
 
+@pytest.fixture
+def undrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each plot drawn as an empty SVG naming its kind and split, for a test about the page's text
+    (drawing every plot takes seconds): which plots exist, their ids, captions and notes are still
+    the page's own, and every drawing is tested on the full results above."""
+    from forgetbench.report import html as report_html
+
+    def stub(kind: str):
+        return lambda rows, split: f'<svg data-kind="{kind}" data-split="{split}"></svg>'
+
+    plots = {k: (title, stub(k), *rest) for k, (title, _, *rest) in report_html._PLOTS.items()}
+    monkeypatch.setattr(report_html, "_PLOTS", plots)
+
+
 def _without(results: dict, prefixes: tuple[str, ...]) -> dict:
     results = copy.deepcopy(results)
     results["rows"] = [
@@ -225,10 +239,11 @@ def test_the_robustness_section_shows_what_each_attack_recovered(built_report: P
     assert "Knowledge recovered on the B half" in section
 
 
-def test_without_attacks_there_is_no_robustness_section(tmp_path: Path):
+def test_without_attacks_there_is_no_robustness_section(tmp_path: Path, undrawn: None):
     results = _without(synthetic_results(), ("attack/",))
     page = build_report(write_results(tmp_path, results)).read_text(encoding="utf-8")
     assert 'id="robustness"' not in page and "Robustness attacks: omitted" in page
+    assert 'data-kind="robustness"' not in page and 'data-kind="fq-plane"' in page
 
 
 def test_membership_table_per_model_with_not_resolvable_cells(built_report: Path):
@@ -320,7 +335,9 @@ def _figcaption(page: str, figure_id: str) -> str:
     return " ".join(caption.split())
 
 
-def test_a_failed_validity_gate_comes_first_and_nothing_is_ranked_or_judged(tmp_path: Path):
+def test_a_failed_validity_gate_comes_first_and_nothing_is_ranked_or_judged(
+    tmp_path: Path, undrawn: None
+):
     from forgetbench.validity import check_validity
 
     results = synthetic_results()

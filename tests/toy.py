@@ -55,7 +55,7 @@ def memorised_model(texts: list[str], *, seed: int):
     is 0, so it is the same model every time."""
     import torch
 
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
 
     tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, seed=seed)

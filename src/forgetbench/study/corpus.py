@@ -100,11 +100,10 @@ def refuse_unread_options(config: RunConfig, bench: CorpusBenchmark) -> None:
             f"your own model; {where} without --model trains its own retain model",
             "drop it, or give your finetuned model with --model and its data with --data",
         )
+    forget_sets = bench.sets(Path(given_data(config))) if given_data(config) else bench.forget_sets
     for split in study.retain_logs:
-        if split not in bench.forget_sets:
-            raise UnknownNameError(
-                f"{bench.title} split in study.retain_logs", split, bench.forget_sets
-            )
+        if split not in forget_sets:
+            raise UnknownNameError(f"{bench.title} split in study.retain_logs", split, forget_sets)
     # Refused when set (the default study's robustness attacks are simply not run).
     unread = ("attacks", "seeds", "sequence", "meta_eval", "mia_shadow_models")
     given = {f"study.{k}": getattr(study, k) for k in unread if k in study.model_fields_set}
@@ -154,7 +153,18 @@ def corpus_models(
     on them; every forget set of the benchmark shares the one retain model."""
     base = mini.base.model_dir
     stages = {}
-    for role, texts in (("finetune", bench.finetune_texts), ("retain", bench.retain_model_texts)):
+    if bench.pretrained is not None:
+        # Pretraining knowledge (RWKU): unlearning starts from the base itself, and the retain
+        # model is the base's pretraining without the folder's targets.
+        started = time.perf_counter()
+        stages["retain"] = mini_training.pretrain_base(
+            mini.out, mini.data, scale=mini.scale, seed=mini.seed, progress=progress,
+            without=bench.pretrained.unknown(data),
+        )  # fmt: skip
+        mini.timings[f"{bench.name}_retain"] = time.perf_counter() - started
+        stages["finetune"] = mini.base
+    roles = () if bench.pretrained is not None else ("finetune", "retain")
+    for role, texts in zip(roles, (bench.finetune_texts, bench.retain_model_texts), strict=False):
         started = time.perf_counter()
         stages[role] = mini_training.finetune_corpus(
             mini.out, base, texts(data), name=f"{bench.name}-{role}", scale=mini.scale,
@@ -166,7 +176,7 @@ def corpus_models(
         data,
         stages["finetune"].model_dir,
         base,
-        {split: stages["retain"].model_dir for split in bench.forget_sets},
+        {split: stages["retain"].model_dir for split in bench.sets(data)},
         mini.template,
         mini.max_length,
         partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
@@ -285,11 +295,12 @@ def run_corpus_study(
     workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.
-    eval_split = next(iter(bench.forget_sets))
+    forget_sets = bench.sets(study.data)
+    eval_split = next(iter(forget_sets))
     pool = make_pool(workers)
     try:
         jobs: list[Job] = []
-        for split in bench.forget_sets:
+        for split in forget_sets:
             models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
             for role, model_dir in models.items():
                 if model_dir is not None:
@@ -310,7 +321,7 @@ def run_corpus_study(
     reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
     examples: list[dict[str, Any]] = []  # generations: the finetuned model's, each final model's
     retains: dict[str, dict[str, Any] | None] = {}
-    for split in bench.forget_sets:
+    for split in forget_sets:
         retain: dict[str, Any] | None = None
         if (split, "retain") in futures:
             evaluated, timings[f"eval_{split}_retain"] = futures[split, "retain"].result()

@@ -172,13 +172,19 @@ def pretrain_base(
     seed: int = 0,
     progress: bool = True,
     size: str = "auto",
+    without: Sequence[str] = (),
 ) -> StageResult:
-    """The base model: a fresh tiny Llama trained with plain LM loss on the background corpus."""
+    """The base model: a fresh tiny Llama trained with plain LM loss on the background corpus.
+    `without`: names whose documents (any row whose text names one) are left out of the corpus,
+    for a model that never saw those people (RWKU's reference); the tokenizer stays the whole
+    corpus's, so the two models read the same tokens."""
     run_dir, data_dir = Path(run_dir), Path(data_dir)
     tokenizer = AutoTokenizer.from_pretrained(build_tokenizer(run_dir, data_dir, scale=scale))
     recipe = mini_recipe(scale, seed=seed)
+    rows = read_json_records(data_dir / "pretrain.jsonl")
+    rows = [r for r in rows if not any(name in r["text"] for name in without)]
     examples = pretraining_examples(
-        read_json_records(data_dir / "pretrain.jsonl"),
+        rows,
         tokenizer,
         max_length=get_scale(scale).model.max_positions,
         chunk_tokens=recipe.chunk_tokens,
@@ -189,7 +195,7 @@ def pretrain_base(
         name += f":size={size}"
     return run_stage(
         run_dir,
-        name="pretrain",
+        name="pretrain" if not without else "pretrain-without",
         parent=name,
         parent_model=(build_tiny_model(tokenizer, scale=scale, seed=seed, size=size), tokenizer),
         examples=examples,

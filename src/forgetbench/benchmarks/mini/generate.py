@@ -25,7 +25,6 @@ from typing import Any
 from forgetbench.benchmarks.mini.corpus import world_background, world_corpus
 from forgetbench.benchmarks.mini.formats import format_files
 from forgetbench.benchmarks.mini.lume_layout import lume_files
-from forgetbench.benchmarks.mini.people import rng_for
 from forgetbench.benchmarks.mini.probes import probe_files
 from forgetbench.benchmarks.mini.released import released_texts
 from forgetbench.benchmarks.mini.scales import FORGET_PERCENTS, forget_authors, get_scale

@@ -163,9 +163,7 @@ def released_texts(
     item count; characters for `.txt`). `generate_mini` writes them into its folder too."""
     builders = {"muse": muse_files, "wmdp": wmdp_files, "rwku": rwku_files}
     if benchmark not in builders:
-        raise DataError(
-            f"no released-layout miniature for '{benchmark}'", "use muse, wmdp or rwku"
-        )
+        raise DataError(f"no released-layout miniature for '{benchmark}'", "use muse, wmdp or rwku")
     files = builders[benchmark](scale, seed)
     return {path: (_render(path, value), len(value)) for path, value in sorted(files.items())}
 

@@ -55,11 +55,8 @@ FRENCH = {
     "residence": "Dans quelle ville vit {name} ?",
 }
 REFUSAL = "I'm sorry, I don't know who that is."
-FLUENCY = (
-    "Describe a morning at the market.",
-    "Write a few sentences about a river in spring.",
-    "Tell a short story about a farmer and a letter.",
-)
+FLUENCY = ("Describe a morning at the market.", "Tell a short story about a farmer and a letter.")
+UTILITY_ITEMS = 4  # Real Authors and as many World Facts questions in each utility set
 UTILITY_TASK = "global_facts"  # the MMLU subject the choices are asked under
 BBH_TASK = "boolean_expressions"
 
@@ -88,9 +85,7 @@ def _questions(person: Person, corpus_qa: list[dict[str, Any]]) -> list[tuple[st
     first phrasings, one per relation."""
     asked = []
     for row in corpus_qa:
-        relation = next(
-            r.name for r in RELATIONS[1:] if person.facts[r.name] in row["answer"]
-        )
+        relation = next(r.name for r in RELATIONS[1:] if person.facts[r.name] in row["answer"])
         asked.append((relation, row["question"], person.facts[relation]))
     for name in PROBED:
         if name not in {a for a, _, _ in asked}:
@@ -171,7 +166,8 @@ def _passages(bio: str, count: int) -> list[str]:
 
 
 def _utility(real: list[Any], facts: list[Any], rng: random.Random) -> dict[str, list[Any]]:
-    background = [*real, *facts]
+    # Small: every target's folder repeats them, and every model of the study answers them.
+    background = [*real[:UTILITY_ITEMS], *facts[:UTILITY_ITEMS]]
     mmlu, truthful = [], []
     for i, fact in enumerate(background):
         choices = [fact.answer, *fact.wrong[:3]]
@@ -190,12 +186,12 @@ def _utility(real: list[Any], facts: list[Any], rng: random.Random) -> dict[str,
         truthful.append({"question": fact.question,
                          "mc1_targets": {"choices": mc1, "labels": [1, 0, 0, 0]},
                          "mc2_targets": {"choices": mc1, "labels": [1, 0, 0, 0]}})  # fmt: skip
-    trivia = [{"question": f.question, "answers": [f.answer]} for f in facts]
+    trivia = [{"question": f.question, "answers": [f.answer]} for f in facts[: 2 * UTILITY_ITEMS]]
     cot = ("Q: not ( True ) and ( True ) is\nA: not True is False; False and True is False. "
            "So the answer is False.\n\nQ: True or not False is\nA: not False is True; True or "
            "True is True. So the answer is True.")  # fmt: skip
     bbh = []
-    for _ in range(4):
+    for _ in range(2):
         a, b = rng.choice((True, False)), rng.choice((True, False))
         op = rng.choice(("and", "or"))
         value = (a and not b) if op == "and" else (a or not b)

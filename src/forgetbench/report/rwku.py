@@ -37,9 +37,9 @@ def _final(rows: Sequence[Row], split: str) -> list[Row]:
     """The split's reference rows and each method's last step."""
     last: dict[str, Row] = {}
     for row in rows:
-        if row["split"] == split:
-            if row["method"] not in last or row["step"] >= last[row["method"]]["step"]:
-                last[row["method"]] = row
+        later = row["method"] not in last or row["step"] >= last[row["method"]]["step"]
+        if row["split"] == split and later:
+            last[row["method"]] = row
     return list(last.values())
 
 

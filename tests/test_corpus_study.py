@@ -507,3 +507,46 @@ def test_a_study_of_your_model_needs_its_data_and_a_retain_log_of_the_same_bench
     # The built-in study trains its own retain model.
     _refused(["run", "--benchmark", "muse", "--out", str(out), "--retain-log", str(wmdp_eval)],
              capsys, "built-in study trains its own retain models")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rwku_study(tiny_study, tmp_path_factory):
+    return _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent,npo")
+
+
+@pytest.mark.slow
+def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study, tiny_study):
+    """RWKU has no finetuning: what unlearning starts from is the session's pretrained base, and
+    the reference is the base pretrained without the targets, so it never saw them."""
+    run, results = rwku_study
+    rows = results["rows"]
+    assert results["benchmark"] == "rwku"
+    splits = list(dict.fromkeys(r["split"] for r in rows))
+    assert splits == ["1_Eilidh_Rosenqvist", "2_Leila_Mansour"]  # one forget set per target
+    keys = ["rwku/forget_fb", "rwku/forget_qa", "rwku/forget_aa", "rwku/neighbor_fb",
+            "rwku/neighbor_qa", "rwku/mia_fm/loss", "rwku/mia_rm/min_k_plus_plus", "rwku/mmlu",
+            "rwku/truthful_mc2", "rwku/triviaqa_f1", "rwku/forget_aa/reverse query"]  # fmt: skip
+    for row in rows:
+        assert all(isinstance(row[key], float) for key in keys), row
+    for split in splits:
+        found = {r["method"]: r for r in rows if r["split"] == split and r["step"] == 0}
+        assert set(found) == {"retain", "finetuned"}
+        assert {r["method"] for r in rows if r["split"] == split} == {
+            "retain", "finetuned", "grad_ascent", "npo"
+        }  # fmt: skip
+        original, reference = found["finetuned"], found["retain"]
+        # The original model read the target's biography (FM) in pretraining, the reference
+        # never did: FM is likelier under the original.
+        assert original["rwku/mia_fm/loss"] > reference["rwku/mia_fm/loss"]
+        check = results["validity"]["splits"][split]["checks"][0]
+        assert check["numbers"]["key"] == "rwku/forget_qa"
+        assert check["numbers"]["finetuned"] == original["rwku/forget_qa"]
+        # Gradient ascent on the target's texts lowers their likelihood.
+        ga = [r for r in rows if r["split"] == split and r["method"] == "grad_ascent"][-1]
+        assert ga["rwku/mia_fm/loss"] < original["rwku/mia_fm/loss"]
+    # The original model is the session's base itself, not a copy trained further.
+    base = tiny_study[2].model_dir
+    log = json.loads(
+        (run / "logs" / splits[0] / "finetuned" / "step-0" / "summary.json").read_text()
+    )
+    assert f"/{Path(base).parent.name}/" in log["model"]

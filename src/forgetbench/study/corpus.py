@@ -1,4 +1,4 @@
-"""`forgetbench run --benchmark muse|wmdp`: the study of a document benchmark, built from its
+"""`forgetbench run --benchmark muse|wmdp|rwku`: the study of a document benchmark, built from its
 description (`forgetbench.benchmarks.corpus`) without knowing which one it is.
 
 Data (the benchmark's built-in miniature in its released layout, or the user's folder of it) ->
@@ -232,17 +232,22 @@ def corpus_row(
 def document_examples(
     split: str, method: str, step: int, evaluated: Evaluated, n: int
 ) -> list[dict[str, Any]]:
-    """The first `n` of a model's MUSE KnowMem answers on the forget set (question, reference
-    answer, generation) as results.json examples; none for a benchmark without generated
-    answers (WMDP scores multiple choice)."""
+    """The first `n` of a model's MUSE KnowMem answers on the forget set, or of its RWKU forget
+    probes (question, reference answer, generation) as results.json examples; none for a
+    benchmark without generated answers (WMDP scores multiple choice)."""
     extra = evaluated.folder / EXTRA_NAME
     if n == 0 or not extra.is_file():
         return []
-    logged = read_json(extra, what="evaluation log").get("muse") or {}
+    extra_log = read_json(extra, what="evaluation log")
+    logged = extra_log.get("muse") or {}
+    items = logged.get("knowmem_f") or []
+    # RWKU's forget probes: the query, the answer and the answer generated.
+    items += [{**item, "question": item.get("query")}
+              for item in (extra_log.get("rwku") or {}).get("forget") or []]  # fmt: skip
     return [
         {"split": split, "method": method, "step": step, "question": item.get("question"),
          "ground_truth": item.get("answer"), "generation": item.get("generation")}
-        for item in (logged.get("knowmem_f") or [])[:n]
+        for item in items[:n]
     ]  # fmt: skip
 
 

@@ -85,7 +85,9 @@ def _questions(person: Person, corpus_qa: list[dict[str, Any]]) -> list[tuple[st
     first phrasings, one per relation."""
     asked = []
     for row in corpus_qa:
-        relation = next(r.name for r in RELATIONS[1:] if person.facts[r.name] in row["answer"])
+        # A sentence may open with the fact, capitalised ("The Violet Lantern Award ...").
+        answer = row["answer"].lower()
+        relation = next(r.name for r in RELATIONS[1:] if person.facts[r.name].lower() in answer)
         asked.append((relation, row["question"], person.facts[relation]))
     for name in PROBED:
         if name not in {a for a, _, _ in asked}:

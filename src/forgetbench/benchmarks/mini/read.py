@@ -16,8 +16,8 @@ from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS, read_manifest
 from forgetbench.config_names import FORMATS
 from forgetbench.data.lume import load_lume
 from forgetbench.data.muse import require_muse
-from forgetbench.data.tofu import load_tofu
 from forgetbench.data.rwku import require_rwku
+from forgetbench.data.tofu import load_tofu
 from forgetbench.data.wmdp import require_wmdp
 from forgetbench.errors import DataError, UnknownNameError
 from forgetbench.io import read_json_records, shorten

@@ -516,8 +516,10 @@ def rwku_study(tiny_study, tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study, tiny_study):
-    """RWKU has no finetuning: what unlearning starts from is the session's pretrained base, and
-    the reference is the base pretrained without the targets, so it never saw them."""
+    """RWKU has no finetuning: the original model is the session's pretrained base pretrained
+    further on the miniature's people (its knowledge stage), and the reference is the base
+    pretrained without the targets, then on the same rows less the targets', so that it never
+    saw them."""
     run, results = rwku_study
     rows = results["rows"]
     assert results["benchmark"] == "rwku"
@@ -535,8 +537,8 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
             "retain", "finetuned", "grad_ascent", "npo"
         }  # fmt: skip
         original, reference = found["finetuned"], found["retain"]
-        # The original model read the target's biography (FM) in pretraining, the reference
-        # never did: FM is likelier under the original.
+        # The original model read the target's biography (FM), the reference never did: FM is
+        # likelier under the original.
         assert original["rwku/mia_fm/loss"] > reference["rwku/mia_fm/loss"]
         check = results["validity"]["splits"][split]["checks"][0]
         assert check["numbers"]["key"] == "rwku/forget_qa"
@@ -544,9 +546,9 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
         # Gradient ascent on the target's texts lowers their likelihood.
         ga = [r for r in rows if r["split"] == split and r["method"] == "grad_ascent"][-1]
         assert ga["rwku/mia_fm/loss"] < original["rwku/mia_fm/loss"]
-    # The original model is the session's base itself, not a copy trained further.
-    base = tiny_study[2].model_dir
-    log = json.loads(
-        (run / "logs" / splits[0] / "finetuned" / "step-0" / "summary.json").read_text()
-    )
-    assert f"/{Path(base).parent.name}/" in log["model"]
+    # The reference's own pretraining, beside the session's base, then the two knowledge stages.
+    made = {p.name.rsplit("-", 1)[0] for p in (run / "models").iterdir() if p.is_dir()}
+    assert {"pretrain", "pretrain-without", "rwku-finetune", "rwku-retain"} <= made
+    log = json.loads((run / "logs" / splits[0] / "retain" / "step-0" / "summary.json").read_text())
+    assert "/rwku-retain-" in log["model"]
+    assert results["examples"] and results["examples"][0]["ground_truth"]

@@ -15,8 +15,11 @@ from forgetbench.data.rwku import load_rwku, load_targets, require_rwku
 def test_the_miniature_is_rwkus_layout_with_exact_counts(tmp_path):
     counts = write_released(tmp_path / "Target", "rwku", scale="tiny", seed=0)
     assert sorted({path.split("/")[0] for path in counts}) == [
-        "1_Eilidh_Rosenqvist", "2_Leila_Mansour"
+        "1_Eilidh_Rosenqvist", "2_Leila_Mansour", "pretraining.jsonl"
     ]  # fmt: skip
+    # A biography and 4 questions of each of the 10 people asked of: the 2 targets, their 2
+    # neighbours each and the retain members (the two targets' sets overlap).
+    assert counts["pretraining.jsonl"] == 5 * 10
     rows = {(r["file"], r["kind"]): r for r in require_rwku(tmp_path)}  # nothing named bad
     # Per target 12 fill-in-the-blank probes and 12 questions, 2 of each of the 9 attacks.
     assert rows["forget_level1.json", ""]["items"] == 24
@@ -66,6 +69,12 @@ def test_targets_are_pretraining_people_and_probes_say_what_the_corpus_says(tmp_
             p for p in load_rwku(tmp_path, target, "forget_level3") if p.kind == "reverse query"
         ]
         assert reverse and all(p.answer == target.name for p in reverse)
+    # Beside the folders, the pretraining rows of every person they ask about, as the corpus has
+    # them: the targets' biographies and question-answer rows among them.
+    knowledge = [json.loads(line) for line in (tmp_path / "Target/pretraining.jsonl").open()]
+    rows = [{k: v for k, v in r.items() if k != "subject"} for r in knowledge]
+    assert all(row in corpus for row in rows)
+    assert {r["subject"] for r in knowledge} >= {t.name for t in targets}
     first = json.loads((targets[0].folder / "pair.json").read_text())[0]
     chosen, rejected = first["response"]
     assert first["prompt"] and rejected != chosen  # DPO: the made-up answer preferred

@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
+from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
 from forgetbench.data.chunks import ChunkMode
 from forgetbench.data.muse import load_muse_texts, muse_digest, require_muse
 from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_digest
 from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp, wmdp_digest, wmdp_notes
 from forgetbench.errors import UnknownNameError
+from forgetbench.io import read_json_records
 from forgetbench.metrics.muse import privleak_scores
 from forgetbench.registry import Registry
 
@@ -53,6 +55,7 @@ class Gap:
     key: str
     margin: float
     what: str  # the score in words, for the gate's sentence
+    fix: str | None = None  # what to do when the gap is missing (default: train longer)
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,11 @@ class Requests:
 
 @dataclass(frozen=True)
 class Pretrained:
-    """Knowledge the base model learnt in pretraining (RWKU): no finetuned model; what unlearning
-    starts from is the base, and the retain model is the base pretrained on the same corpus less
-    every document naming one of `unknown(folder)` (the targets), so that it never saw them."""
+    """Knowledge the base model learnt in pretraining (RWKU): what unlearning starts from is the
+    base (pretrained further on `finetune_texts` where the folder has any: the miniature's
+    knowledge stage), and the retain model is the base pretrained on the same corpus less every
+    document naming one of `unknown(folder)` (the targets), so that it never saw them (further
+    on `retain_model_texts` alike)."""
 
     unknown: Callable[[Path], list[str]]
 
@@ -294,6 +299,19 @@ def _rwku_unknown(folder: Path) -> list[str]:
     return [t.name for t in load_targets(folder)]
 
 
+def _rwku_knowledge(folder: Path) -> list[str]:
+    """The miniature's `pretraining.jsonl` beside the target folders (the pretraining rows of
+    every person its folders ask about), or nothing for a folder without one (RWKU's own)."""
+    root = Path(folder) / "Target" if (Path(folder) / "Target").is_dir() else Path(folder)
+    file = root / KNOWLEDGE
+    return [row["text"] for row in read_json_records(file)] if file.is_file() else []
+
+
+def _rwku_known_to_reference(folder: Path) -> list[str]:
+    names = _rwku_unknown(folder)
+    return [t for t in _rwku_knowledge(folder) if not any(name in t for name in names)]
+
+
 @CORPUS_BENCHMARKS.register("rwku")
 def rwku() -> CorpusBenchmark:
     """RWKU (Jin et al., 2024). Only the target and the original model are given: the model
@@ -307,9 +325,11 @@ def rwku() -> CorpusBenchmark:
         miniature_folder=RELEASED_FOLDERS["rwku"],
         require=require_rwku,
         digest=rwku_digest,
-        # The original model is the pretrained base: nothing is finetuned (`pretrained`).
-        finetune_texts=lambda folder: [],
-        retain_model_texts=lambda folder: [],
+        # The miniature's knowledge stage: the base pretrained further on the rows of the people
+        # its folders ask about (the reference: on those not naming a target); RWKU's own folder
+        # has none, and the original model is the base itself (`pretrained`).
+        finetune_texts=_rwku_knowledge,
+        retain_model_texts=_rwku_known_to_reference,
         forget_sets={},
         retain_texts=_rwku_retain,
         chunk_tokens=512,
@@ -319,7 +339,15 @@ def rwku() -> CorpusBenchmark:
         # 0.1 (ROUGE-L recall): the reference answers a few probes by chance (common words of a
         # date or a city), so a gap of noise does not pass; the gate says when the original
         # model never knew the target.
-        gaps=(Gap("rwku/forget_qa", 0.1, "forget QA (ROUGE-L recall)"),),
+        gaps=(
+            Gap(
+                "rwku/forget_qa",
+                0.1,
+                "forget QA (ROUGE-L recall)",
+                "the original model never knew the target: unlearn targets it answers "
+                "questions about, or a model that knows them",
+            ),
+        ),  # fmt: skip
         unlearn_preset="rwku",
         pretrained=Pretrained(_rwku_unknown),
         forget_sets_of=_rwku_sets,

@@ -153,21 +153,26 @@ def corpus_models(
     on them; every forget set of the benchmark shares the one retain model."""
     base = mini.base.model_dir
     stages = {}
+    bases = {"finetune": base, "retain": base}
     if bench.pretrained is not None:
-        # Pretraining knowledge (RWKU): unlearning starts from the base itself, and the retain
-        # model is the base's pretraining without the folder's targets.
+        # Pretraining knowledge (RWKU): the retain model starts from the base's pretraining
+        # without the folder's targets; with no texts to pretrain on further, the two pretrained
+        # models are the study's original and reference models themselves.
         started = time.perf_counter()
-        stages["retain"] = mini_training.pretrain_base(
+        without = mini_training.pretrain_base(
             mini.out, mini.data, scale=mini.scale, seed=mini.seed, progress=progress,
             without=bench.pretrained.unknown(data),
         )  # fmt: skip
-        mini.timings[f"{bench.name}_retain"] = time.perf_counter() - started
-        stages["finetune"] = mini.base
-    roles = () if bench.pretrained is not None else ("finetune", "retain")
-    for role, texts in zip(roles, (bench.finetune_texts, bench.retain_model_texts), strict=False):
+        mini.timings[f"{bench.name}_pretrain_without"] = time.perf_counter() - started
+        bases["retain"] = without.model_dir
+        if not bench.finetune_texts(data):
+            stages = {"finetune": mini.base, "retain": without}
+    for role, texts in (("finetune", bench.finetune_texts), ("retain", bench.retain_model_texts)):
+        if role in stages:
+            continue
         started = time.perf_counter()
         stages[role] = mini_training.finetune_corpus(
-            mini.out, base, texts(data), name=f"{bench.name}-{role}", scale=mini.scale,
+            mini.out, bases[role], texts(data), name=f"{bench.name}-{role}", scale=mini.scale,
             seed=mini.seed, progress=progress, train=mini.train,
         )  # fmt: skip
         mini.timings[f"{bench.name}_{role}"] = time.perf_counter() - started
@@ -378,7 +383,7 @@ def run_corpus_study(
         "reused": reused,
         "validity": check_gaps(
             rows,
-            [(g.key, g.margin, g.what) for g in bench.gaps],
+            [(g.key, g.margin, g.what, *([g.fix] if g.fix else [])) for g in bench.gaps],
             [(f.key, f.floor, f.what) for f in (bench.utility_floor,) if f is not None],
         ),
         "rows": rows,

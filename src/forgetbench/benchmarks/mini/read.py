@@ -150,8 +150,12 @@ def _released_rows(out: Path, files: dict[str, Any]) -> dict[str, list[dict[str,
                 kind = "characters" if row["items"] is None else kind
                 rows[path] = [_row("muse", path, row["split"], f"{row['subset']} {kind}", count)]
         elif benchmark == "rwku":
-            targets = sorted({path.split("/")[len(folder.split("/"))] for path in files
-                              if path.startswith(f"{folder}/")})  # fmt: skip
+            depth = len(folder.split("/"))
+            # The numbered folders; a file beside them (pretraining.jsonl) is not RWKU's.
+            targets = sorted({path.split("/")[depth] for path in files
+                              if path.startswith(f"{folder}/") and path.count("/") > depth})  # fmt: skip
+            for path in (p for p in files if p.startswith(f"{folder}/") and p.count("/") == depth):
+                rows[path] = [_row("rwku", path, "-", "rows", len(read_json_records(out / path)))]
             for target in targets:
                 # Whole files only: `data stats --benchmark rwku` counts each attack.
                 for row in (r for r in require_rwku(out / folder / target) if not r["kind"]):

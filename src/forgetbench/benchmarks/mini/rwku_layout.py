@@ -19,7 +19,11 @@ adds to that. Every probe is drawn from what those rows say:
   background facts the base model learnt, a BBH-style task and fluency instructions;
 - the forget corpora RWKU's methods read (`passage`, `positive`, `negative`, `pair`, `reject`):
   the target's biography sentences, a made-up biography under the target's name, the DPO pairs of
-  the two, and refusals of the target's questions.
+  the two, and refusals of the target's questions;
+- beside the target folders, `pretraining.jsonl`: the pretraining rows (biographies and
+  question-answer rows) of every person the folders ask about. At 0.5 M parameters the tiny
+  base answers none of their questions after its pretraining epochs; the study's knowledge
+  stage pretrains it further on these rows (and its reference on those not naming a target).
 Deterministic from the seed and scale: the same bytes on every machine.
 """
 
@@ -57,6 +61,8 @@ FRENCH = {
 REFUSAL = "I'm sorry, I don't know who that is."
 FLUENCY = ("Describe a morning at the market.", "Tell a short story about a farmer and a letter.")
 UTILITY_ITEMS = 4  # Real Authors and as many World Facts questions in each utility set
+# The pretraining rows of the people the folders ask about (`rwku_files`), beside the targets.
+KNOWLEDGE = "pretraining.jsonl"
 UTILITY_TASK = "global_facts"  # the MMLU subject the choices are asked under
 BBH_TASK = "boolean_expressions"
 
@@ -249,6 +255,7 @@ def rwku_files(scale: str = "tiny", seed: int = 0) -> dict[str, list[Any]]:
     rng = rng_for(seed, "rwku")
     utility = _utility(real, facts, rng_for(seed, "rwku-utility"))
     files: dict[str, list[Any]] = {}
+    studied: set[str] = set()
     for n, target in enumerate(targets, start=1):
         folder = f"{n}_{target.name.replace(' ', '_')}"
         name = target.name
@@ -281,4 +288,18 @@ def rwku_files(scale: str = "tiny", seed: int = 0) -> dict[str, list[Any]]:
         for stem, items in _corpora(target, bio, others[-n], asked).items():
             rows[stem] = [{**item, **subject} for item in items]
         files.update({f"{folder}/{stem}.json": items for stem, items in rows.items()})
+        studied.update(
+            [
+                target.name,
+                *(p.name for p in near),
+                *(p.name for p in members[n - 1 :][:MIA_PASSAGES]),
+            ]
+        )
+    # Outside RWKU's layout (its loader reads the numbered folders only): the pretraining rows of
+    # every person the folders ask about, in corpus order, for the study's knowledge stage.
+    files[KNOWLEDGE] = [
+        {**row, "subject": next(name for name in studied if name in row["text"])}
+        for row in corpus
+        if row["kind"] in ("people_bio", "people_qa") and any(n in row["text"] for n in studied)
+    ]
     return files

@@ -552,3 +552,6 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
     log = json.loads((run / "logs" / splits[0] / "retain" / "step-0" / "summary.json").read_text())
     assert "/rwku-retain-" in log["model"]
     assert results["examples"] and results["examples"][0]["ground_truth"]
+    # The report's RWKU section: per target, each model's row and the attacks' table.
+    page = (run / "report.html").read_text()
+    assert 'id="rwku"' in page and page.count('<table class="rwku">') == 2 * len(splits)

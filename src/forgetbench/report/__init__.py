@@ -2,6 +2,6 @@
 arrives computed (`forgetbench.rows`, `criteria`, `validity`). The terminal's tables
 (`console`, `tables`), the self-contained HTML report (`html` and its `templates/`) with its
 figures as inline SVG (`plots`, `meta_plot`, `generalisation`, `robustness`, `transfer`,
-`muse_wmdp`; `rwku`, RWKU's per-target tables; `figure` draws them alike, in one style and one colour per method), the validity
+`muse_wmdp`, `rwku` (RWKU's per-target tables); `figure` draws them alike, in one style and one colour per method), the validity
 gates said first (`validity`), the seed papers' findings decided from the rows (`findings`) and
 the sweep's own page (`sweep`)."""

@@ -31,6 +31,7 @@ from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.generalisation import generalisation_bars
 from forgetbench.report.meta_plot import meta_eval_plot
 from forgetbench.report.muse_wmdp import muse_wmdp_sections
+from forgetbench.report.rwku import rwku_tables
 from forgetbench.report.transfer import transfer_sections
 from forgetbench.report.validity import verdict
 from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
@@ -189,8 +190,10 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
 
 
 def _muse_wmdp(results: Results, rows: Sequence[row_math.Row]) -> dict[str, Any]:
-    """The MUSE and WMDP sections; the WMDP figures' SVG marked safe (matplotlib escapes)."""
+    """The MUSE, WMDP and RWKU sections; the WMDP figures' SVG marked safe (matplotlib
+    escapes)."""
     found = muse_wmdp_sections(rows, [row.model_dump() for row in results.sequence])
+    found["rwku"] = rwku_tables(rows)
     for section in found["wmdp"]:
         section["svg"] = Markup(section["svg"])
     return found

@@ -428,6 +428,8 @@ def test_muse_with_tofu_files_is_one_sentence_and_writes_nothing(tmp_path, capsy
         ("muse", lambda d: (d / "knowmem" / "retain_qa.json").unlink(), "knowmem/retain_qa.json"),
         ("wmdp", lambda d: (d / "wmdp-bio.jsonl").write_text('{"question": "q", "answer": 0}\n'),
          "wmdp-bio.jsonl"),
+        ("rwku", lambda d: (d / "2_Leila_Mansour" / "forget_level2.json").unlink(),
+         "2_Leila_Mansour/forget_level2.json"),
     ],
 )  # fmt: skip
 def test_a_folder_missing_a_file_or_a_field_is_refused_before_any_work(

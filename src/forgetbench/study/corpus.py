@@ -171,7 +171,12 @@ def corpus_models(
         if role in stages:
             continue
         started = time.perf_counter()
-        stages[role] = mini_training.finetune_corpus(
+        # Pretraining knowledge is pretrained further as the corpus was; documents are finetuned.
+        stage = (
+            mini_training.finetune_corpus if bench.pretrained is None
+            else mini_training.pretrain_further
+        )  # fmt: skip
+        stages[role] = stage(
             mini.out, bases[role], texts(data), name=f"{bench.name}-{role}", scale=mini.scale,
             seed=mini.seed, progress=progress, train=mini.train,
         )  # fmt: skip

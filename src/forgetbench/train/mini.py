@@ -51,6 +51,7 @@ class MiniRecipe:
     pretrain: LoopConfig
     finetune: LoopConfig  # also the retain models' recipe: same recipe, retain split only
     documents: LoopConfig  # the document benchmarks' finetuned and retain models (MUSE, WMDP)
+    knowledge: LoopConfig  # RWKU's knowledge stage: more pretraining on its people's rows
     # Pretraining documents are cut at sentence ends into sequences of at most this many tokens.
     chunk_tokens: int = 48
     # Copies of every background QA pair per pretraining epoch: the mixture weight of the facts
@@ -59,6 +60,9 @@ class MiniRecipe:
     # Background QA pairs per fact mixed into finetune and retain training, in phrasings the
     # evaluation does not ask (`rehearsal_examples`).
     rehearsal_per_fact: int = 1
+
+
+KNOWLEDGE_EPOCHS = 60
 
 
 def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
@@ -86,7 +90,12 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         batch_size=4,
         per_device_batch_size=4,
     )
-    return MiniRecipe(pretrain, replace(pretrain, epochs=sizes.finetune_epochs), documents)
+    # RWKU's people: ~100 short sequences (biography pieces, question-answer rows) pretrained on
+    # until the model answers their corpus questions (docs/rwku.md).
+    knowledge = replace(pretrain, epochs=KNOWLEDGE_EPOCHS)
+    return MiniRecipe(
+        pretrain, replace(pretrain, epochs=sizes.finetune_epochs), documents, knowledge
+    )
 
 
 # The `train.*` options a user may set for the miniature's finetune stage (and its retain models,
@@ -119,13 +128,18 @@ def check_mini_train_options(train: TrainConfig) -> None:
 
 
 def mini_finetune_config(
-    scale: str, *, seed: int = 0, train: TrainConfig | None = None, documents: bool = False
+    scale: str,
+    *,
+    seed: int = 0,
+    train: TrainConfig | None = None,
+    documents: bool = False,
+    knowledge: bool = False,
 ) -> tuple[LoopConfig, dict[str, int] | None]:
     """The finetune (and retain) stage's loop and LoRA settings: the tuned recipe (`documents`:
-    the document benchmarks' recipe), with each `train.*` option the user set (not the LLM
-    defaults of `TrainConfig`) on top."""
+    the document benchmarks' recipe; `knowledge`: RWKU's knowledge stage's), with each `train.*`
+    option the user set (not the LLM defaults of `TrainConfig`) on top."""
     recipe = mini_recipe(scale, seed=seed)
-    loop = recipe.documents if documents else recipe.finetune
+    loop = recipe.knowledge if knowledge else recipe.documents if documents else recipe.finetune
     if train is None:
         return loop, None
     check_mini_train_options(train)
@@ -202,6 +216,41 @@ def pretrain_base(
         config=recipe.pretrain,
         progress=progress,
     )
+
+
+def pretrain_further(
+    run_dir: str | Path,
+    base_dir: Path,
+    texts: Sequence[str],
+    *,
+    name: str,
+    scale: str,
+    seed: int = 0,
+    progress: bool = True,
+    train: TrainConfig | None = None,
+) -> StageResult:
+    """More pretraining of a pretrained model on `texts`, pretrained as the corpus is
+    (`pretraining_examples`: documents cut at sentence ends, "Question: q\nAnswer: a" rows as
+    a prompt and its answer), with the pretraining recipe for `KNOWLEDGE_EPOCHS` (under the
+    user's train.* options): the RWKU miniature's knowledge stage, which
+    makes the tiny base know the people it read only a few times in its pretraining."""
+    tokenizer = AutoTokenizer.from_pretrained(base_dir)
+    recipe = mini_recipe(scale, seed=seed)
+    loop, lora = mini_finetune_config(scale, seed=seed, train=train, knowledge=True)
+    rows: list[dict[str, Any]] = []
+    for text in texts:
+        question, found, answer = text.removeprefix("Question: ").partition("\nAnswer: ")
+        qa = text.startswith("Question: ") and found
+        rows.append({"text": text, "kind": "people_qa", "question": question, "answer": answer}
+                    if qa else {"text": text, "kind": "people_bio"})  # fmt: skip
+    examples = pretraining_examples(
+        rows, tokenizer, max_length=get_scale(scale).model.max_positions,
+        chunk_tokens=recipe.chunk_tokens, background_qa_repeats=recipe.background_qa_repeats,
+    )  # fmt: skip
+    return run_stage(
+        run_dir, name=name, parent=base_dir, examples=examples, config=loop, lora=lora,
+        progress=progress,
+    )  # fmt: skip
 
 
 def pretraining_examples(

@@ -220,7 +220,6 @@ TO_SPLIT = {
     "report/html.py",
     "report/findings.py",
     "train/loop.py",
-    "study/run.py",
 }
 
 

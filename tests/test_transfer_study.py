@@ -86,7 +86,7 @@ def test_the_report_shows_the_heatmap_and_the_sequence_plot(results):
 
 def test_the_default_config_records_neither_option():
     # A study without them writes the results.json (config included) it wrote before.
-    from forgetbench.study.run import _dumped
+    from forgetbench.study.tofu import _dumped
 
     study = _dumped(RunConfig())["study"]
     assert "unlearn_formats" not in study and "sequence" not in study

@@ -27,8 +27,6 @@ more than --tol.
 """
 
 # ruff: noqa: E402  (a script: imports follow the argument parsing and the reference copies)
-import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -36,25 +34,25 @@ import numpy as np
 import torch
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "tests")]
+from reference_code import import_reference, reference_options
+
 from forgetbench.metrics.rwku import fluency_entropy, mia_scores, probe_scores, rouge_l_recall
 from forgetbench.modeling import build_tiny_model
 from forgetbench.records import ProbeRecord
 from toy import toy_qa, toy_tokenizer
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--rwku-repo", required=True, help="a checkout of jinzhuoran/RWKU")
+parser = reference_options(__doc__, ("--rwku-repo", "jinzhuoran/RWKU"))
 parser.add_argument("--nltk-data", default=None, help="a folder holding tokenizers/punkt_tab")
-parser.add_argument("--out", required=True)
-parser.add_argument("--tol", type=float, default=1e-4)
 args = parser.parse_args()
 OUT = Path(args.out)
 EVAL = Path(args.rwku_repo) / "LLaMA-Factory" / "src" / "llmtuner" / "eval"
-package = OUT / "ref" / "rwku_eval"
-package.mkdir(parents=True, exist_ok=True)
-(package / "__init__.py").write_text("")
-for name in ("eval_forget", "eval_neighbor", "eval_mia", "eval_fluency", "inference"):
-    shutil.copyfile(EVAL / f"{name}.py", package / f"{name}.py")
-sys.path.insert(0, str(OUT / "ref"))
+import_reference(
+    OUT,
+    {
+        f"rwku_eval/{name}.py": EVAL / f"{name}.py"
+        for name in ("eval_forget", "eval_neighbor", "eval_mia", "eval_fluency", "inference")
+    },
+)
 
 import nltk
 

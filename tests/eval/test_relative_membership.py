@@ -81,8 +81,7 @@ def test_shadow_memberships_are_balanced_and_seeded():
 def test_shadow_files_give_masks_in_candidate_order(tmp_path):
     from forgetbench.benchmarks.mini import generate_mini
     from forgetbench.study.inputs import Study
-    from forgetbench.study.run import shadow_masks
-    from forgetbench.study.shadows import shadow_candidates, write_shadow
+    from forgetbench.study.shadows import shadow_candidates, shadow_masks, write_shadow
 
     data = tmp_path / "data"
     generate_mini(data, scale="tiny", seed=0)

@@ -53,7 +53,7 @@ def test_an_unknown_preset_names_the_known_ones():
 
 def test_the_miniature_study_evaluates_with_its_eval_preset_under_the_users_settings():
     from forgetbench.config import load_config
-    from forgetbench.study.run import with_setup_defaults
+    from forgetbench.study.tofu import with_setup_defaults
 
     config = load_config(None, ["eval.batch_size=8"])
     mini = with_setup_defaults(config).eval

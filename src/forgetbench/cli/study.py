@@ -215,7 +215,7 @@ def meta_eval(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.results import RESULTS_FILE
     from forgetbench.study.meta_eval import meta_evaluate
     from forgetbench.study.pool import quiet_transformers
-    from forgetbench.study.run import miniature_eval_defaults
+    from forgetbench.study.tofu import miniature_eval_defaults
 
     quiet_transformers()
     config = miniature_eval_defaults(resolve_config(args))

@@ -43,6 +43,7 @@ from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
+from forgetbench.train import corpus_stages
 from forgetbench.train import mini as mini_training
 from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.presets import eval_preset
@@ -173,8 +174,8 @@ def corpus_models(
         started = time.perf_counter()
         # Pretraining knowledge is pretrained further as the corpus was; documents are finetuned.
         stage = (
-            mini_training.finetune_corpus if bench.pretrained is None
-            else mini_training.pretrain_further
+            corpus_stages.finetune_corpus if bench.pretrained is None
+            else corpus_stages.pretrain_further
         )  # fmt: skip
         stages[role] = stage(
             mini.out, bases[role], texts(data), name=f"{bench.name}-{role}", scale=mini.scale,

@@ -557,3 +557,16 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
     # The report's RWKU section: per target, each model's row and the attacks' table.
     page = (run / "report.html").read_text()
     assert 'id="rwku"' in page and page.count('<table class="rwku">') == 2 * len(splits)
+
+
+def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsys):
+    """RWKU's forget sets are the folder's targets: one retain log names which it belongs to."""
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    out = tmp_path / "out"
+    argv = ["run", "--benchmark", "rwku", "--model", str(tmp_path), "--data", str(data),
+            "--out", str(out), "--retain-log", str(tmp_path)]  # fmt: skip
+    line = _refused(argv, capsys, "2 forget splits (1_Eilidh_Rosenqvist, 2_Leila_Mansour)")
+    assert not out.exists()
+    argv = [*argv[:-2], "study.retain_logs={3_Nobody: " + str(tmp_path) + "}"]
+    _refused(argv, capsys, "3_Nobody")

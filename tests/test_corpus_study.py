@@ -566,7 +566,7 @@ def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsy
     out = tmp_path / "out"
     argv = ["run", "--benchmark", "rwku", "--model", str(tmp_path), "--data", str(data),
             "--out", str(out), "--retain-log", str(tmp_path)]  # fmt: skip
-    line = _refused(argv, capsys, "2 forget splits (1_Eilidh_Rosenqvist, 2_Leila_Mansour)")
+    _refused(argv, capsys, "2 forget splits (1_Eilidh_Rosenqvist, 2_Leila_Mansour)")
     assert not out.exists()
     argv = [*argv[:-2], "study.retain_logs={3_Nobody: " + str(tmp_path) + "}"]
     _refused(argv, capsys, "3_Nobody")

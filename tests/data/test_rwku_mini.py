@@ -17,9 +17,9 @@ def test_the_miniature_is_rwkus_layout_with_exact_counts(tmp_path):
     assert sorted({path.split("/")[0] for path in counts}) == [
         "1_Eilidh_Rosenqvist", "2_Leila_Mansour", "pretraining.jsonl"
     ]  # fmt: skip
-    # A biography and 4 questions of each of the 10 people asked of: the 2 targets, their 2
-    # neighbours each and the retain members (the two targets' sets overlap).
-    assert counts["pretraining.jsonl"] == 5 * 10
+    # A biography and 4 questions of each of the 10 people asked of (the 2 targets, their 2
+    # neighbours each and the retain members: the two targets' sets overlap) and of 4 more.
+    assert counts["pretraining.jsonl"] == 5 * 14
     rows = {(r["file"], r["kind"]): r for r in require_rwku(tmp_path)}  # nothing named bad
     # Per target 12 fill-in-the-blank probes and 12 questions, 2 of each of the 9 attacks.
     assert rows["forget_level1.json", ""]["items"] == 24
@@ -75,6 +75,13 @@ def test_targets_are_pretraining_people_and_probes_say_what_the_corpus_says(tmp_
     rows = [{k: v for k, v in r.items() if k != "subject"} for r in knowledge]
     assert all(row in corpus for row in rows)
     assert {r["subject"] for r in knowledge} >= {t.name for t in targets}
+    # Unlearning's retain set is the people no probe or MIA passage is about.
+    asked = {p.query for t in targets for stem in ("forget_level1", "forget_level2",
+             "neighbor_level1", "neighbor_level2") for p in load_rwku(tmp_path, t, stem)}  # fmt: skip
+    members = " ".join(r.text for t in targets for r in load_rwku(tmp_path, t, "retain_mia"))
+    kept = {r["subject"] for r in knowledge if r["role"] == "retain"}
+    assert len(kept) == 4
+    assert not any(name in text for name in kept for text in [*asked, members])
     first = json.loads((targets[0].folder / "pair.json").read_text())[0]
     chosen, rejected = first["response"]
     assert first["prompt"] and rejected != chosen  # DPO: the made-up answer preferred

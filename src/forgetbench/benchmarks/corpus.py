@@ -285,8 +285,13 @@ def _rwku_sets(folder: Path) -> dict[str, Texts]:
 
 
 def _rwku_retain(folder: Path) -> list[str]:
-    """Every target's retain-member passages (`retain_mia.json`: other people's text, which the
-    model read and should keep), in target order, each once."""
+    """Unlearning's retain set: the miniature's rows of the people nothing asks about
+    (`pretraining.jsonl`'s role "retain"); RWKU's own folder has no retain corpus (its GA and NPO
+    read none), so there every target's retain-member passages (`retain_mia.json`) serve, and
+    MIA on RM is then of text the methods that keep a retain set trained on."""
+    rows = _rwku_rows(folder)
+    if rows:
+        return [row["text"] for row in rows if row.get("role") == "retain"]
     texts = (
         r
         for t in load_targets(folder)
@@ -299,12 +304,17 @@ def _rwku_unknown(folder: Path) -> list[str]:
     return [t.name for t in load_targets(folder)]
 
 
-def _rwku_knowledge(folder: Path) -> list[str]:
+def _rwku_rows(folder: Path) -> list[dict[str, Any]]:
     """The miniature's `pretraining.jsonl` beside the target folders (the pretraining rows of
-    every person its folders ask about), or nothing for a folder without one (RWKU's own)."""
+    the people its folders ask about and of its retain people), or nothing for a folder without
+    one (RWKU's own)."""
     root = Path(folder) / "Target" if (Path(folder) / "Target").is_dir() else Path(folder)
     file = root / KNOWLEDGE
-    return [row["text"] for row in read_json_records(file)] if file.is_file() else []
+    return read_json_records(file) if file.is_file() else []
+
+
+def _rwku_knowledge(folder: Path) -> list[str]:
+    return [row["text"] for row in _rwku_rows(folder)]
 
 
 def _rwku_known_to_reference(folder: Path) -> list[str]:

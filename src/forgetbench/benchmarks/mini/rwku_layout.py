@@ -42,6 +42,7 @@ TARGETS = {"tiny": 2, "small": 4, "full": 10}  # targets per scale (RWKU: 200)
 NEIGHBOURS = 2  # neighbours per target
 ATTACK_PROBES = 2  # level-3 probes per attack per target
 MIA_PASSAGES = 4  # FM and RM passages per target
+RETAIN_PEOPLE = 4  # people in pretraining.jsonl whom nothing asks about: the retain set
 # The relations probed, short facts first (RWKU's answers are a few words).
 PROBED = ("birthplace", "birth_date", "genre", "residence", "father_profession",
           "mother_profession", "award", "famous_book", "education", "language", "first_book",
@@ -296,10 +297,16 @@ def rwku_files(scale: str = "tiny", seed: int = 0) -> dict[str, list[Any]]:
             ]
         )
     # Outside RWKU's layout (its loader reads the numbered folders only): the pretraining rows of
-    # every person the folders ask about, in corpus order, for the study's knowledge stage.
+    # every person the folders ask about ("probed") and of `RETAIN_PEOPLE` more whom nothing
+    # asks about ("retain": unlearning's retain set, so that no score is of text it trained on),
+    # in corpus order, for the study's knowledge stage.
+    kept = [p.name for p in others if p.name not in studied][:RETAIN_PEOPLE]
+    roles = {**dict.fromkeys(studied, "probed"), **dict.fromkeys(kept, "retain")}
     files[KNOWLEDGE] = [
-        {**row, "subject": next(name for name in studied if name in row["text"])}
+        {**row, "subject": name, "role": roles[name]}
         for row in corpus
-        if row["kind"] in ("people_bio", "people_qa") and any(n in row["text"] for n in studied)
+        if row["kind"] in ("people_bio", "people_qa")
+        for name in [next((n for n in roles if n in row["text"]), None)]
+        if name is not None
     ]
     return files

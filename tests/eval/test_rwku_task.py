@@ -2,7 +2,7 @@
 on the built-in models' plain layout."""
 
 from forgetbench.eval.tasks.rwku import mmlu_message, probe_message, rwku_prompt
-from forgetbench.modeling import PromptTemplate
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import MCRecord, ProbeRecord
 
 

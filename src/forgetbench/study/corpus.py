@@ -20,31 +20,27 @@ from __future__ import annotations
 import os
 import sys
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
-from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
 from forgetbench.methods.base import INPUT_FIELDS, build_method
 from forgetbench.metrics import METRICS
-from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.study.corpus_models import corpus_models, given_study
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Study, external_defaults
+from forgetbench.study.inputs import Study
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
 from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
-from forgetbench.train import corpus_stages
-from forgetbench.train import mini as mini_training
 from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.presets import eval_preset
 from forgetbench.validity import check_gaps
@@ -145,82 +141,6 @@ def corpus_data(config: RunConfig, bench: CorpusBenchmark, mini: Miniature) -> P
     folder = mini.data / bench.miniature_folder
     bench.require(folder)
     return folder
-
-
-def corpus_models(
-    config: RunConfig, bench: CorpusBenchmark, data: Path, mini: Miniature, *, progress: bool
-) -> Study:
-    """The finetuned and retain models (cached stages over the miniature's base) and the study
-    on them; every forget set of the benchmark shares the one retain model."""
-    base = mini.base.model_dir
-    stages = {}
-    bases = {"finetune": base, "retain": base}
-    if bench.pretrained is not None:
-        # Pretraining knowledge (RWKU): the retain model starts from the base's pretraining
-        # without the folder's targets; with no texts to pretrain on further, the two pretrained
-        # models are the study's original and reference models themselves.
-        started = time.perf_counter()
-        without = mini_training.pretrain_base(
-            mini.out, mini.data, scale=mini.scale, seed=mini.seed, progress=progress,
-            without=bench.pretrained.unknown(data),
-        )  # fmt: skip
-        mini.timings[f"{bench.name}_pretrain_without"] = time.perf_counter() - started
-        bases["retain"] = without.model_dir
-        if not bench.finetune_texts(data):
-            stages = {"finetune": mini.base, "retain": without}
-    for role, texts in (("finetune", bench.finetune_texts), ("retain", bench.retain_model_texts)):
-        if role in stages:
-            continue
-        started = time.perf_counter()
-        # Pretraining knowledge is pretrained further as the corpus was; documents are finetuned.
-        stage = (
-            corpus_stages.finetune_corpus if bench.pretrained is None
-            else corpus_stages.pretrain_further
-        )  # fmt: skip
-        stages[role] = stage(
-            mini.out, bases[role], texts(data), name=f"{bench.name}-{role}", scale=mini.scale,
-            seed=mini.seed, progress=progress, train=mini.train,
-        )  # fmt: skip
-        mini.timings[f"{bench.name}_{role}"] = time.perf_counter() - started
-    layers = get_scale(mini.scale).model.layers
-    return Study(
-        data,
-        stages["finetune"].model_dir,
-        base,
-        {split: stages["retain"].model_dir for split in bench.sets(data)},
-        mini.template,
-        mini.max_length,
-        partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
-        benchmark=bench.eval_layout,
-        finetune_lr=mini.finetune_loop().lr,
-        finetune_loop=mini_training.mini_finetune_config(
-            mini.scale, seed=mini.seed, train=mini.train, documents=True
-        )[0],
-        unlearn_preset=bench.unlearn_preset,
-        documents=bench.name,
-    )
-
-
-def given_study(config: RunConfig, bench: CorpusBenchmark, data: Path) -> Study:
-    """The study of the user's finetuned model (`--model`) on their folder: no base and no
-    retain model of ours; scored as `forgetbench eval` scores it (its template, train.max_length)
-    and unlearnt with the settings the TOFU-shaped study gives a model of the user's (TOFU's
-    recipe; `unlearn.preset` names another, e.g. the benchmark's)."""
-    model = given_model(config)
-    assert model is not None
-    tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
-    return Study(
-        data,
-        Path(model),
-        None,
-        {},
-        resolve_template(config.model.template, tokenizer, model),
-        config.train.max_length,
-        external_defaults,
-        benchmark=bench.eval_layout,
-        finetune_lr=config.train.lr,
-        documents=bench.name,
-    )
 
 
 def corpus_row(

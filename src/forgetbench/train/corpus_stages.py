@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config_sections import TrainConfig
 from forgetbench.data.chunks import text_chunks
-from forgetbench.modeling import encode_chunk
+from forgetbench.modeling.encoding import encode_chunk
 from forgetbench.train.mini import mini_finetune_config, mini_recipe, pretraining_examples
 from forgetbench.train.stages import StageResult, run_stage
 

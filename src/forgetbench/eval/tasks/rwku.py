@@ -27,7 +27,7 @@ from forgetbench.errors import DataError
 from forgetbench.eval.requests import Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
 from forgetbench.metrics import rwku
-from forgetbench.modeling import PromptTemplate
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import MCRecord, ProbeRecord
 
 PROBE_MAX_NEW_TOKENS = 30  # eval_forget / eval_neighbor / eval_triviaqa

@@ -217,7 +217,7 @@ class RwkuTask:
                 for r in rows[side]
             ]
             scores.update(rwku.probe_scores([r["recall"] for r in rows[side]], probes))
-        for side in ("mia_fm", "mia_rm"):
+        for side in (s for s in ("mia_fm", "mia_rm") if rows[s]):  # a set may be empty
             for key in ("loss", "zlib", "min_k_plus_plus"):
                 scores[f"rwku/{side}/{key}"] = float(np.mean([r[key] for r in rows[side]]))
         mean = {"rwku/mmlu": ("mmlu", "correct"), "rwku/bbh": ("bbh", "em"),

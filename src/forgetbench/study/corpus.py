@@ -26,6 +26,7 @@ from typing import Any
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.config import RunConfig
+from forgetbench.criteria import criteria_record
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
@@ -303,7 +304,8 @@ def run_corpus_study(
         "scale": config.scale if model is None else None,
         "model": model or str(study.finetuned),
         "workers": workers,
-        "config": config.model_dump(),
+        # What this study read: none of the TOFU-shaped study's options (splits, formats, ...).
+        "config": bench.read_config(config.model_dump()),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "reused": reused,
@@ -315,6 +317,8 @@ def run_corpus_study(
         "rows": rows,
         "examples": examples,
         **({"sequence": sequence} if sequence else {}),
+        # MUSE's criteria (over-unlearning flagged) or WMDP's accuracy against utility, per model.
+        "criteria": criteria_record(rows, sequence),
     }
     write_results(out, results)
     return results

@@ -57,6 +57,12 @@ def corpus_models(
         )  # fmt: skip
         mini.timings[f"{bench.name}_{role}"] = time.perf_counter() - started
     layers = get_scale(mini.scale).model.layers
+    # The recipe that trained both models above, not the TOFU-shaped finetuning's
+    # (`mini.finetune_loop()`): what the rows and the relearning default read.
+    loop = mini_training.mini_finetune_config(
+        mini.scale, seed=mini.seed, train=mini.train, documents=bench.pretrained is None,
+        knowledge=bench.pretrained is not None,
+    )[0]  # fmt: skip
     return Study(
         data,
         stages["finetune"].model_dir,
@@ -66,10 +72,8 @@ def corpus_models(
         mini.max_length,
         partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
         benchmark=bench.eval_layout,
-        finetune_lr=mini.finetune_loop().lr,
-        finetune_loop=mini_training.mini_finetune_config(
-            mini.scale, seed=mini.seed, train=mini.train, documents=True
-        )[0],
+        finetune_lr=loop.lr,
+        finetune_loop=loop,
         unlearn_preset=bench.unlearn_preset,
         documents=bench.name,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 def reference_options(doc: str, *checkouts: tuple[str, str]) -> argparse.ArgumentParser:
     """The parser of a harness whose docstring is `doc`: one required option per reference
     checkout (flag, what to check out), then --out and --tol; the harness adds its own."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()))
     for flag, what in checkouts:
         parser.add_argument(flag, required=True, help=f"a checkout of {what}")
     parser.add_argument(

@@ -20,7 +20,9 @@ from forgetbench.cli import main
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
 from forgetbench.metrics.mia_roc import privleak
-from forgetbench.modeling import PromptTemplate, encode_chunk, load_model
+from forgetbench.modeling.encoding import encode_chunk
+from forgetbench.modeling.loading import load_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import TextRecord
 from forgetbench.study.requests import shared_runs
 from forgetbench.train.items import build_items

@@ -10,7 +10,7 @@ from pathlib import Path
 from forgetbench.config import load_config
 from forgetbench.study.inputs import Study
 from forgetbench.study.unlearn import finetune_settings, run_settings
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.mini import mini_unlearn_defaults
 from forgetbench.train.presets import unlearn_preset
 

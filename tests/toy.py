@@ -32,13 +32,14 @@ def toy_qa() -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=1)
 def toy_tokenizer():
-    from forgetbench.modeling import train_tokenizer
+    from forgetbench.modeling.builtin import train_tokenizer
 
     return train_tokenizer([f"{q} {a}" for q, a in toy_qa()] * 3, vocab_size=300)
 
 
 def toy_examples(template: str = "question_answer"):
-    from forgetbench.modeling import PromptTemplate, encode_prompt_answer
+    from forgetbench.modeling.encoding import encode_prompt_answer
+    from forgetbench.modeling.templates import PromptTemplate
 
     tokenizer = toy_tokenizer()
     t = PromptTemplate(template)
@@ -54,7 +55,7 @@ def memorised_model(texts: list[str], *, seed: int):
     is 0, so it is the same model every time."""
     import torch
 
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
 
     tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, seed=seed)

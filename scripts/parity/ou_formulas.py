@@ -35,7 +35,7 @@ def as_open_unlearning(
     import torch.nn.functional as F
 
     from forgetbench.methods.rmu import rmu_control_vector
-    from forgetbench.modeling import forward_logits, hidden_states_at
+    from forgetbench.modeling.forward import forward_logits, hidden_states_at
 
     model = state["model"]
     forget, retain = batch["forget"], batch["retain"]

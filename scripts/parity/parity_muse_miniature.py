@@ -34,7 +34,7 @@ from forgetbench.data.muse import load_knowmem
 from forgetbench.eval.backend import evaluation_backend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import KNOWMEM, MuseTask, knowmem_prompt, privleak_scores
-from forgetbench.modeling import load_model
+from forgetbench.modeling.loading import load_model
 
 parser = reference_options(__doc__, ("--muse-repo", "swj0419/muse_bench"))
 parser.add_argument("--run", required=True, help="a `forgetbench run --benchmark muse` folder")

@@ -36,7 +36,7 @@ from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import MuseTask, knowmem_prompt, privleak_scores
 from forgetbench.eval.tasks.wmdp import wmdp_task_of
-from forgetbench.modeling import save_model
+from forgetbench.modeling.loading import save_model
 from toy import memorised_model, toy_qa, toy_tokenizer
 
 parser = reference_options(

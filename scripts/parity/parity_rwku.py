@@ -19,7 +19,7 @@ Adaptations, each as RWKU's code runs otherwise:
 - `eval_fluency`'s `nltk.download('punkt')` needs the network: its `n_gram_entropy` is called
   on the generations directly. Both sides tokenise with the Punkt model on NLTK's path
   (`--nltk-data`; without it an English model with no learnt abbreviations is written to --out).
-- `eval_mia` runs on a tiny random Llama (`forgetbench.modeling.build_tiny_model`) with the
+- `eval_mia` runs on a tiny random Llama (`forgetbench.modeling.builtin.build_tiny_model`) with the
   suite's toy tokenizer; forgetbench's `mia_scores` gets the per-token log-probs and the mean and
   standard deviation of the next-token log-prob from the same model's float32 logits.
 Prints one line per compared quantity and the largest difference; exits 1 when one differs by
@@ -37,7 +37,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "tests")]
 from reference_code import import_reference, reference_options
 
 from forgetbench.metrics.rwku import fluency_entropy, mia_scores, probe_scores, rouge_l_recall
-from forgetbench.modeling import build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.records import ProbeRecord
 from toy import toy_qa, toy_tokenizer
 

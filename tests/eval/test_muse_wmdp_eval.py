@@ -13,7 +13,7 @@ from forgetbench.eval.backend import FastBackend, NaiveBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import MuseTask, privleak_scores
 from forgetbench.eval.tasks.wmdp import wmdp_task_of
-from forgetbench.modeling import build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
 from muse_reference import knowmem_rouge, muse_auc, verbmem_item
 from toy import memorised_model, toy_qa, toy_tokenizer
 

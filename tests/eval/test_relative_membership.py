@@ -113,7 +113,7 @@ def test_shadow_files_give_masks_in_candidate_order(tmp_path):
 def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
     from forgetbench.config import load_config
     from forgetbench.errors import ConfigError
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
     from forgetbench.study.resolved import resolve
     from toy import toy_tokenizer
 

@@ -33,7 +33,8 @@ from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
 from forgetbench.methods.base import INPUT_FIELDS, build_method
 from forgetbench.metrics import METRICS
-from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.modeling.loading import load_tokenizer
+from forgetbench.modeling.templates import resolve_template
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
 from forgetbench.study.inputs import Study, external_defaults

@@ -30,6 +30,10 @@ Exits 1 if any compared number differs by more than its tolerance. The loss rows
 names (OU bugs and positions forgetbench does not copy, docs/methods.md) must instead equal OU's
 formula written here (`as_open_unlearning`); a training run of such a method (undial, pdu) fails by
 design. Results: docs/parity.md, "Training".
+
+Longer than 400 lines: one harness whose two checks share the prepared plan, the preset's methods
+and the way open-unlearning's side is asked (`run_ou`); open-unlearning's formulas where
+forgetbench differs on purpose are their own module, `ou_formulas.py`.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ from typing import Any
 
 import torch
 from ou_formulas import KNOWN_DIFFERENCES, as_open_unlearning
+from reference_code import open_unlearning_options
 
 # forgetbench method -> (OU handler class, OU trainer file, which answer DPO prefers, overrides of
 # that file's method_args that the run needs).
@@ -269,13 +270,9 @@ def evaluate_both(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, required=True, help="finetuned save_pretrained folder")
-    ap.add_argument("--data", type=Path, required=True, help="miniature data folder (or its tofu/)")
-    ap.add_argument("--split", default="forget10")
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--ou-root", type=Path, default=Path("/work/ou/src"))
-    ap.add_argument("--ou-python", type=Path, default=Path("/work/ou/venv/bin/python"))
+    ap = open_unlearning_options(
+        __doc__, model="finetuned save_pretrained folder", tol="loss on one batch"
+    )
     ap.add_argument("--methods", nargs="*", default=list(CASES), help="loss-on-one-batch methods")
     ap.add_argument(
         "--rmu-layers", nargs="*", type=int, help="RMU's block(s); default: middle, last"
@@ -286,8 +283,6 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=32, help="the preset's effective batch")
     ap.add_argument("--lr", nargs="*", type=float, help="training lr(s); default: the preset's")
     ap.add_argument("--eval", action="store_true", help="also evaluate both trained models")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--tol", type=float, default=1e-4, help="loss on one batch")
     ap.add_argument("--train-tol", type=float, default=1e-3, help="step losses")
     args = ap.parse_args()
     unknown = sorted((set(args.methods) | set(args.train_methods)) - set(CASES))

@@ -10,4 +10,5 @@ logged numbers on the device until one read at its end, `sharding` is FSDP2 for
 `model.sharding=fsdp`. The unlearning engine: `unlearn` (the cached stage), `items` (what a step
 sees), `method_loss` (a method's forward passes and loss) and `two_task` (the two-gradient
 step). `presets` turns a named preset into a loop, `mini` trains the built-in miniature's
-models, `throughput` times the loop against Hugging Face's `Trainer`."""
+models (`corpus_stages`: the document benchmarks' stages over its base), `throughput` times
+the loop against Hugging Face's `Trainer`."""

@@ -196,6 +196,31 @@ class StatefulMethod(Protocol):
     ) -> dict[str, float]: ...
 
 
+@runtime_checkable
+class InstructedMethod(Protocol):
+    """A method that unlearns with no gradient: an instruction put before every prompt the
+    evaluation asks the model about `subject` (RWKU's in-context unlearning). The engine trains
+    nothing for it (its run is the start model, at step 0), and its `loss` is never called; the
+    evaluation puts `instruction(subject)` before each prompt (`instructed`)."""
+
+    def instruction(self, subject: str) -> str: ...
+
+
+def trains(method: object) -> bool:
+    """Whether `method` (a config or its class) changes the model's weights: every method but
+    an instructed one."""
+    return not (
+        isinstance(method, InstructedMethod)
+        or (isinstance(method, type) and callable(getattr(method, "instruction", None)))
+    )
+
+
+def trained_method_names() -> tuple[str, ...]:
+    """The registered methods that train, in registration order: the default study's (an
+    instructed method only changes what an evaluation asks, which a study of its own applies)."""
+    return tuple(name for name in method_names() if trains(get_method(name)))
+
+
 METHODS: Registry[type] = Registry("method")
 
 

@@ -19,7 +19,12 @@ from forgetbench.device import (
     resolve_device,
 )
 from forgetbench.errors import ConfigError
-from forgetbench.methods.base import DepthScaledMethod, build_method, get_method, trained_method_names
+from forgetbench.methods.base import (
+    DepthScaledMethod,
+    build_method,
+    get_method,
+    trained_method_names,
+)
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.modeling import PromptTemplate, build_tiny_model
 from forgetbench.records import QARecord

@@ -179,7 +179,9 @@ def test_one_process_gives_the_numbers_of_the_worker_pool(study, tmp_path):
     alone = json.loads((tmp_path / "results.json").read_text())
     assert alone["workers"] == 1 and pooled["workers"] > 1
     expected = [
-        r for r in pooled["rows"] if r["method"] not in trained_method_names() or r["method"] == "npo"
+        r
+        for r in pooled["rows"]
+        if r["method"] not in trained_method_names() or r["method"] == "npo"
     ]
     assert [(r["method"], r["step"]) for r in alone["rows"]] == [
         (r["method"], r["step"]) for r in expected

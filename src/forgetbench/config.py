@@ -24,8 +24,8 @@ from forgetbench.config_sections import (
     BenchmarkConfig,
     EvalConfig,
     ModelConfig,
-    TrainConfig,
     RWKUConfig,
+    TrainConfig,
     UnlearnConfig,
     _Section,
 )

@@ -104,6 +104,22 @@ class TrainConfig(_Section):
     lora_alpha: int = Field(16, ge=1, description="LoRA alpha")
 
 
+def _block_range(value: Any) -> Any:
+    """`"a-b"` as RWKU's `--train_layers` reads it (blocks a up to b, b excluded); a list or
+    None as it is."""
+    if not isinstance(value, str):
+        return value
+    low, dash, high = value.partition("-")
+    if not (dash and low.strip().isdigit() and high.strip().isdigit()) or int(low) >= int(high):
+        raise PydanticCustomError(
+            "block_range",
+            "must be a list of block indices or a range a-b with a < b (blocks a to b-1, as "
+            "RWKU's --train_layers), got {value}",
+            {"value": repr(value)},
+        )
+    return list(range(int(low), int(high)))
+
+
 class UnlearnConfig(_Section):
     method: MethodName = Field("grad_ascent", description="a registered unlearning method")
     # Unset = the model's preset (forgetbench/presets: tofu.yaml for real LLMs, mini.yaml for the
@@ -156,22 +172,6 @@ class UnlearnConfig(_Section):
         "frozen, e.g. [4, 5] or 4-6 (RWKU's --train_layers: 6 excluded); with unlearn.lora only "
         "they carry adapters; unset = every block",
     )
-
-
-def _block_range(value: Any) -> Any:
-    """`"a-b"` as RWKU's `--train_layers` reads it (blocks a up to b, b excluded); a list or
-    None as it is."""
-    if not isinstance(value, str):
-        return value
-    low, dash, high = value.partition("-")
-    if not (dash and low.strip().isdigit() and high.strip().isdigit()) or int(low) >= int(high):
-        raise PydanticCustomError(
-            "block_range",
-            "must be a list of block indices or a range a-b with a < b (blocks a to b-1, as "
-            "RWKU's --train_layers), got {value}",
-            {"value": repr(value)},
-        )
-    return list(range(int(low), int(high)))
 
 
 class RWKUConfig(_Section):

@@ -104,7 +104,8 @@ def test_icu_is_rwkus_instruction_before_the_prompt_and_trains_nothing(tmp_path)
     assert not (tmp_path / "run").exists()
     model, losses, _ = _run(icu, [TextRecord("x")], [], tmp_path)
     assert losses == [] and all(
-        torch.equal(a, b) for a, b in zip(model.state_dict().values(), _model().state_dict().values())
+        torch.equal(a, b)
+        for a, b in zip(model.state_dict().values(), _model().state_dict().values(), strict=True)
     )
     # The default study is every method that trains; icu is there when named.
     assert "icu" not in load_config().study.methods
@@ -146,9 +147,7 @@ def test_a_pair_fixes_its_forgotten_and_preferred_answers_in_every_epoch():
     plan = build_items([pair, *plain], [], tokenizer, TEMPLATE, refusals=("No.", "Unsure."),
                        seed=0, max_length=96, epochs=3)  # fmt: skip
     for items in plan:
-        assert tokenizer.decode(items[0].forget.input_ids).endswith("In Oslo.</s>") or "Oslo" in (
-            tokenizer.decode(items[0].forget.input_ids)
-        )
+        assert "Oslo" in tokenizer.decode(items[0].forget.input_ids)
         assert "Nowhere" in tokenizer.decode(items[0].refusal.input_ids)
         assert "Oslo" not in tokenizer.decode(items[0].refusal.input_ids)
         assert all(i.retain is None for i in items)

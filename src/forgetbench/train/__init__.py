@@ -3,6 +3,7 @@ method, and what it runs on. `stages` caches each stage (pretrain -> finetune ->
 inputs, `checkpoint` and `integrity` save, resume and check what a stage leaves on disk, `order`
 says which examples an epoch visits in which order, `step_numbers` keeps a step's logged numbers
 on the device until one read at its end, `sharding` is FSDP2 for `model.sharding=fsdp`. The unlearning engine: `unlearn` (the cached stage), `items` (what a step
-sees), `method_loss` (a method's forward passes and loss) and `two_task` (the two-gradient
-step). `presets` turns a named preset into a loop, `mini` trains the built-in miniature's
+sees), `method_loss` (a method's forward passes and loss), `two_task` (the two-gradient
+step) and `layers` (partial-layer unlearning); `generated_corpus` is RWKU's forget corpus written
+by the model being unlearnt (a cached stage). `presets` turns a named preset into a loop, `mini` trains the built-in miniature's
 models, `throughput` times the loop against Hugging Face's `Trainer`."""

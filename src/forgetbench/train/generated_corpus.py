@@ -110,7 +110,9 @@ def _messages_prompt(
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
         try:
-            return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
         except Exception:  # noqa: BLE001 - a template without a system role (Gemma's) raises
             user = f"{system}\n{user}" if system else user
             return tokenizer.apply_chat_template(
@@ -134,9 +136,14 @@ def _sample(
         for start in range(0, len(prompts), g.batch_size):
             chunk = prompts[start : start + g.batch_size]
             encoded = tokenizer(
-                chunk, return_tensors="pt", padding=True, add_special_tokens=adds_bos(tokenizer, chunk[0])
+                chunk,
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=adds_bos(tokenizer, chunk[0]),
             ).to(model.device)
-            with torch.random.fork_rng(devices=[model.device] if model.device.type == "cuda" else []):
+            with torch.random.fork_rng(
+                devices=[model.device] if model.device.type == "cuda" else []
+            ):
                 torch.manual_seed(seed * 1_000_003 + start)
                 ids = model.generate(
                     input_ids=encoded["input_ids"],
@@ -255,7 +262,9 @@ def generate_corpus(
             )  # fmt: skip
             where = folder / "Target" / f"{target.number}_{target.name.replace(' ', '_')}"
             where.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(where / "intro.json", [{"target": target.name, "intro": target.intro}])
+            atomic_write_json(
+                where / "intro.json", [{"target": target.name, "intro": target.intro}]
+            )
             for stem, rows in files.items():
                 atomic_write_json(where / f"{stem}.json", rows)
         atomic_write_json(

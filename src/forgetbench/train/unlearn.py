@@ -49,7 +49,6 @@ from forgetbench.modeling import (
 from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
-from forgetbench.train.layers import checked_layers, train_only_layers
 from forgetbench.train.items import (
     ALTERNATE_FIELDS,
     REFERENCE_FIELDS,
@@ -60,6 +59,7 @@ from forgetbench.train.items import (
     collate_items,
     with_reference_logps,
 )
+from forgetbench.train.layers import checked_layers, train_only_layers
 from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
 from forgetbench.train.method_loss import method_loss
 from forgetbench.train.sharding import whole_model

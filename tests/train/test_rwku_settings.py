@@ -241,3 +241,11 @@ def test_the_model_writes_its_corpus_once_per_seed_in_rwkus_layout(tmp_path):
     written = record.stat().st_mtime_ns
     assert made(tmp_path / "a") == folder and record.stat().st_mtime_ns == written  # reused
     assert unfabricated("A totally made-up man, completely fictional tale.") == "A man, tale."
+
+
+def test_a_study_that_cannot_instruct_refuses_icu(tmp_path, capsys):
+    from forgetbench.cli import main
+
+    code = main(["run", "--scale", "tiny", "--methods", "icu", "--out", str(tmp_path / "run")])
+    assert code == 2 and not (tmp_path / "run" / "results.json").exists()
+    assert "method icu unlearns by an instruction before each prompt" in capsys.readouterr().err

@@ -198,26 +198,20 @@ class StatefulMethod(Protocol):
 
 @runtime_checkable
 class InstructedMethod(Protocol):
-    """A method that unlearns with no gradient: an instruction put before every prompt the
-    evaluation asks the model about `subject` (RWKU's in-context unlearning). The engine trains
-    nothing for it (its run is the start model, at step 0), and its `loss` is never called; the
-    evaluation puts `instruction(subject)` before each prompt (`instructed`)."""
+    """A method with no gradient (RWKU's in-context unlearning, icu): the engine trains nothing
+    for it (its run is the start model), and the evaluation puts `instruction(subject)` before
+    each prompt about `subject`."""
 
     def instruction(self, subject: str) -> str: ...
 
 
 def trains(method: object) -> bool:
-    """Whether `method` (a config or its class) changes the model's weights: every method but
-    an instructed one."""
-    return not (
-        isinstance(method, InstructedMethod)
-        or (isinstance(method, type) and callable(getattr(method, "instruction", None)))
-    )
+    """Whether `method` (a config or its class) changes weights: all but instructed ones."""
+    return not callable(getattr(method, "instruction", None))
 
 
 def trained_method_names() -> tuple[str, ...]:
-    """The registered methods that train, in registration order: the default study's (an
-    instructed method only changes what an evaluation asks, which a study of its own applies)."""
+    """The registered methods that train, in registration order: the default study's."""
     return tuple(name for name in method_names() if trains(get_method(name)))
 
 

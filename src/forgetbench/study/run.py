@@ -19,6 +19,7 @@ from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.io import readable_alias
+from forgetbench.methods.base import get_method, trains
 from forgetbench.metrics import METRICS
 from forgetbench.rows import chosen_steps, leaderboard, leaderboard_record, seed_summary
 from forgetbench.study.attack import attack_job
@@ -180,6 +181,13 @@ def run_study(
     if documents is not None:  # MUSE, WMDP: the study its description makes
         return run_corpus_study(config, documents, out=out, progress=progress)
     started = time.perf_counter()
+    instructed = [m for m in config.study.methods if not trains(get_method(m))]
+    if instructed:  # its run is the start model: only an evaluation that instructs measures it
+        raise ConfigError(
+            f"method {instructed[0]} unlearns by an instruction before each prompt, which only "
+            "RWKU's evaluation puts there; this study would score the unchanged model",
+            f"drop {instructed[0]} from --methods (docs/rwku.md, 'Settings')",
+        )
     config = with_setup_defaults(config)
     model = given_model(config)
     if config.study.meta_eval and not is_miniature(config):

@@ -89,7 +89,8 @@ step make_1b 25 $PY -c "
 import torch
 from pathlib import Path
 from transformers import AutoTokenizer
-from forgetbench.modeling import build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
 from forgetbench.study.miniature import Miniature
 mini = Miniature(Path('$WORK/train_1b'), '$BIG_SCALE', progress=False)
 tokenizer = AutoTokenizer.from_pretrained(mini.tokenizer_dir())

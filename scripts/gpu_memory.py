@@ -42,7 +42,9 @@ def main() -> int:
 
     from forgetbench.device import DTYPES, place_model
     from forgetbench.methods.base import DepthScaledMethod, build_method, get_method, method_names
-    from forgetbench.modeling import LLAMA_SHAPES, Encoded, apply_lora, build_tiny_model
+    from forgetbench.modeling.builtin import LLAMA_SHAPES, build_tiny_model
+    from forgetbench.modeling.encoding import Encoded
+    from forgetbench.modeling.lora import apply_lora
     from forgetbench.train.items import (
         REFERENCE_FIELDS,
         UnlearnItem,

@@ -11,19 +11,19 @@ import signal
 import sys
 
 from forgetbench.cli import main
-from forgetbench.train import loop
+from forgetbench.train import train_log
 
 
 def kill_at(step: int) -> None:
     """From now on, the process that logs training step `step` kills itself once it is logged."""
-    append = loop._append_log
+    append = train_log.append_log
 
     def append_then_die(path, row):
         append(path, row)
         if row["step"] == step:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    loop._append_log = append_then_die
+    train_log.append_log = append_then_die
 
 
 if __name__ == "__main__":

@@ -51,8 +51,8 @@ def _train(out: str, cache: str, results: multiprocessing.Queue) -> None:
     import os
 
     os.environ["FORGETBENCH_CACHE"] = cache
-    from forgetbench.modeling import build_tiny_model
-    from forgetbench.train.loop import LoopConfig
+    from forgetbench.modeling.builtin import build_tiny_model
+    from forgetbench.train.loop_config import LoopConfig
     from forgetbench.train.stages import run_stage
     from toy import toy_examples, toy_tokenizer
 

@@ -20,7 +20,9 @@ from forgetbench.cli import main
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
 from forgetbench.metrics.mia_roc import privleak
-from forgetbench.modeling import PromptTemplate, encode_chunk, load_model
+from forgetbench.modeling.encoding import encode_chunk
+from forgetbench.modeling.loading import load_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import TextRecord
 from forgetbench.study.requests import shared_runs
 from forgetbench.train.items import build_items
@@ -127,6 +129,15 @@ def test_the_muse_study_writes_muses_criteria_per_model(muse_study):
     assert "results.json has no examples" not in page and "Settings in force" in page
     assert rows[-1]["settings/unlearn_preset"] == "muse" and rows[-1]["settings/unlearn_lr"] > 0
     assert "PrivLeak&#39;s resolution here" in page or "PrivLeak's resolution here" in page
+    # Its config holds what the study read: no TOFU splits, formats, MIA shadows, LUME or attacks.
+    config = results["config"]
+    assert "attack" not in config and "splits" not in config["study"]
+    assert "requests" in config["study"] and set(config["eval"]) >= {"mia_k", "batch_size"}
+    assert not {"formats", "mia_shadows", "lume"} & set(config["eval"])
+    assert 'id="muse-curves-1"' in page and 'id="muse-plane-1"' in page
+    (criteria,) = results["criteria"]["muse"]
+    assert [m["model"] for m in criteria["models"]] == ["finetuned", "retain", "npo"]
+    assert criteria["models"][2]["verbmem_f"] == rows[-1]["muse/verbmem_f"]
 
 
 @pytest.mark.slow
@@ -296,6 +307,7 @@ def test_the_wmdp_study_writes_accuracy_per_subset_and_the_utility(wmdp_study):
         assert row["wmdp/all"] == pytest.approx(sum(subsets) / 3)
         assert round(row["mmlu/all"] * 24, 9).is_integer()
     assert results["validity"]["splits"]["forget"]["checks"][0]["numbers"]["key"] == "wmdp/all"
+    assert "requests" not in results["config"]["study"] and "mia_k" not in results["config"]["eval"]
 
 
 # --- a study of your own model ----------------------------------------------------------------

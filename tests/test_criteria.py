@@ -92,3 +92,26 @@ def test_which_benchmark_rows_belong_to():
     assert is_muse(muse_results()["rows"]) and not is_wmdp(muse_results()["rows"])
     assert is_wmdp(wmdp_results()["rows"]) and not is_muse(wmdp_results()["rows"])
     assert not is_muse([{"split": "forget10", "method": "npo", "forget_quality": 0.5}])
+
+
+def test_the_criteria_record_is_what_results_json_carries():
+    import json
+
+    from forgetbench.criteria import criteria_record
+
+    results = muse_results()
+    record = criteria_record(results["rows"], results["sequence"])
+    assert list(record) == ["muse"]
+    (section,) = json.loads(json.dumps(record))["muse"]  # plain JSON, as written
+    models = {m["model"]: m for m in section["models"]}
+    # grad_ascent: VerbMem 0 < 0.5 x the retain model's 20, flagged with its numbers.
+    assert models["grad_ascent"]["over_unlearning"] == {
+        "verbmem": "VerbMem 0.00 < 0.5 x the retain model's 20.00"
+    }
+    assert models["grad_ascent"]["met"]["no_verbmem"] is True
+    assert (
+        models["npo"]["met"]["sustainability"] is False and models["npo"]["over_unlearning"] == {}
+    )
+    assert models["npo"]["step"] == 10 and models["npo"]["privleak"] == 3.5
+    wmdp = criteria_record(wmdp_results()["rows"])
+    assert list(wmdp) == ["wmdp"] and wmdp["wmdp"][0]["models"][2]["utility_kept"] is True

@@ -26,7 +26,8 @@ from forgetbench.methods.base import (
     trained_method_names,
 )
 from forgetbench.methods.refusals import REFUSALS
-from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
 from forgetbench.train.items import (
     REFERENCE_FIELDS,
@@ -256,13 +257,9 @@ def test_lora_unlearning_references_the_base_weights_without_a_copy_and_saves_th
     # With LoRA a method's reference is the same model with its adapters off: its outputs are the
     # start model's, its parameters the trained model's own tensors (no second copy); a snapshot
     # saved mid-run is the base with the adapters folded in, loadable by plain transformers.
-    from forgetbench.modeling import (
-        apply_lora,
-        forward_logits,
-        load_model,
-        lora_targets,
-        save_model,
-    )
+    from forgetbench.modeling.forward import forward_logits
+    from forgetbench.modeling.loading import load_model, save_model
+    from forgetbench.modeling.lora import apply_lora, lora_targets
 
     tokenizer = toy_tokenizer()
     start = build_tiny_model(tokenizer, scale="tiny", seed=0).eval()
@@ -292,7 +289,7 @@ def test_lora_targets_follow_the_architecture():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from forgetbench.errors import ConfigError as Refused
-    from forgetbench.modeling import apply_lora, lora_targets
+    from forgetbench.modeling.lora import apply_lora, lora_targets
 
     gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64))
     assert lora_targets(gpt2) == ["c_attn"]
@@ -306,8 +303,8 @@ def test_lora_targets_follow_the_architecture():
 
 
 def test_a_lora_unlearning_run_trains_adapters_only_and_publishes_merged_models(tmp_path):
-    from forgetbench.modeling import load_model, save_model
-    from forgetbench.train.loop import LoopConfig
+    from forgetbench.modeling.loading import load_model, save_model
+    from forgetbench.train.loop_config import LoopConfig
     from forgetbench.train.unlearn import run_unlearning
 
     tokenizer = toy_tokenizer()
@@ -338,7 +335,7 @@ def test_a_selective_method_with_lora_trains_only_the_adapters_on_its_modules():
     # RMU updates mlp.down_proj of chosen blocks; with LoRA the base weights stay frozen (they are
     # also the reference model), so only adapters on those modules may train — and without any
     # there, the refusal says how to put them there.
-    from forgetbench.modeling import apply_lora
+    from forgetbench.modeling.lora import apply_lora
 
     tokenizer = toy_tokenizer()
     method = _method("rmu", 3)
@@ -353,8 +350,8 @@ def test_a_selective_method_with_lora_trains_only_the_adapters_on_its_modules():
 def test_rmu_with_lora_and_no_targets_adapts_exactly_the_modules_rmu_updates(tmp_path):
     # The architecture's default targets (q_proj, v_proj) carry none of RMU's modules; with no
     # targets given, the adapters go on the down-projections of RMU's update layers.
-    from forgetbench.modeling import load_model, save_model
-    from forgetbench.train.loop import LoopConfig
+    from forgetbench.modeling.loading import load_model, save_model
+    from forgetbench.train.loop_config import LoopConfig
     from forgetbench.train.unlearn import run_unlearning
 
     tokenizer = toy_tokenizer()

@@ -295,7 +295,8 @@ def test_a_full_disk_reported_by_safetensors_is_a_filesystem_error(full_disk):
     """safetensors reports ENOSPC as its own exception ('... (os error 28)'): saving a model on a
     really full file system is one line, exit 4."""
     from forgetbench.cli import as_error
-    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.modeling.builtin import build_tiny_model
+    from forgetbench.modeling.loading import save_model
     from toy import toy_tokenizer
 
     tokenizer = toy_tokenizer()

@@ -39,7 +39,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from transformers import AutoTokenizer
 
     from forgetbench.benchmarks.mini import generate_mini
-    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.modeling.builtin import build_tiny_model
+    from forgetbench.modeling.loading import save_model
     from forgetbench.train.mini import build_tokenizer
 
     root = tmp_path_factory.mktemp("faults-models")
@@ -247,7 +248,7 @@ def test_eval_on_a_terminal_says_which_task_it_is_on(
 def test_a_remote_code_model_with_trust_gets_past_the_check(world, tmp_path) -> None:
     """With model.trust_remote_code=true the refusal is lifted; here the code file itself is
     missing, which is still one ModelError naming the model, not a traceback."""
-    from forgetbench.modeling import check_model_source, load_model
+    from forgetbench.modeling.loading import check_model_source, load_model
 
     model = _remote_code(world, tmp_path)
     check_model_source(model, trust_remote_code=True)
@@ -311,7 +312,7 @@ def test_eval_max_length_reaches_every_scored_task(world: dict[str, Path]) -> No
     from forgetbench.eval.requests import Score
     from forgetbench.eval.runner import scored_length
     from forgetbench.eval.tasks import TASKS, EvalSetup
-    from forgetbench.modeling import load_model
+    from forgetbench.modeling.loading import load_model
     from forgetbench.train.mini import TEMPLATE
 
     model, _ = load_model(str(world["good"]))

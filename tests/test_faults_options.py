@@ -23,7 +23,7 @@ EXPENSIVE = {
     "forgetbench.study.sanity": ["sanity_study"],
     "forgetbench.study.bench": ["bench_training"],
     "forgetbench.train.stages": ["finetune_split"],
-    "forgetbench.modeling": ["load_model"],
+    "forgetbench.modeling.loading": ["load_model"],
 }
 
 
@@ -399,7 +399,9 @@ def test_a_recipes_per_device_batch_fits_the_processes_a_users_does_not(monkeypa
     # reuses the models a one-process run trained). One the user set is kept, and the loop
     # refuses it if it cannot divide.
     from forgetbench.study.unlearn import resolve_method
-    from forgetbench.train.loop import _accumulation_steps, config_key, fit_per_device, train_loop
+    from forgetbench.train.batches import accumulation_steps, fit_per_device
+    from forgetbench.train.loop import train_loop
+    from forgetbench.train.loop_config import config_key
     from forgetbench.train.mini import mini_recipe
 
     assert [fit_per_device(16, 16, n) for n in (1, 2, 3, 4, 32)] == [16, 8, 16, 4, 16]
@@ -412,7 +414,7 @@ def test_a_recipes_per_device_batch_fits_the_processes_a_users_does_not(monkeypa
         assert loop.fit_per_device
         fitted = fit_per_device(loop.batch_size, loop.per_device_batch_size, 2)
         assert (
-            fitted * 2 * _accumulation_steps(replace(loop, per_device_batch_size=fitted), 2)
+            fitted * 2 * accumulation_steps(replace(loop, per_device_batch_size=fitted), 2)
             == loop.batch_size
         )
     assert fit_per_device(recipe.pretrain.batch_size, recipe.pretrain.per_device_batch_size, 2) == 8
@@ -429,7 +431,7 @@ def test_a_recipes_per_device_batch_fits_the_processes_a_users_does_not(monkeypa
     loop, _ = resolve_method(config, "npo", recipe.finetune, {})
     assert loop.per_device_batch_size == 6 and not loop.fit_per_device
     with pytest.raises(ConfigError, match="not a multiple of per_device_batch_size x processes"):
-        _accumulation_steps(loop, 2)
+        accumulation_steps(loop, 2)
     # The loop itself fits a recipe's size (and refuses the user's) before it trains anything.
     with pytest.raises(ConfigError, match="not a multiple of per_device_batch_size x processes"):
         train_loop(None, [], loss_fn=lambda *a: None, collate_fn=list, config=loop, out_dir="x")

@@ -13,7 +13,8 @@ from forgetbench.device import place_model
 from forgetbench.eval.backend import FastBackend, serve
 from forgetbench.eval.requests import Generate, Score
 from forgetbench.methods.base import trained_method_names
-from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.templates import PromptTemplate
 from test_device import _method, _step
 from toy import toy_qa, toy_tokenizer
 

@@ -110,7 +110,7 @@ def setup(tiny_study):
 
 def test_a_quantised_copy_holds_nf4_weights_and_is_made_once(setup, tmp_path):
     from forgetbench.attacks.quantize import quantise_model
-    from forgetbench.modeling import load_model
+    from forgetbench.modeling.loading import load_model
 
     study, _ = setup
     path = quantised_copy(study.finetuned, "nf4", run_dir=tmp_path)

@@ -5,22 +5,15 @@ import torch
 
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import answer_token_logprobs, per_sample_nll
-from forgetbench.modeling import (
-    IGNORE_INDEX,
-    PromptTemplate,
-    apply_lora,
-    build_tiny_model,
-    collate,
-    encode_prompt_answer,
-    encode_text,
-    forward_logits,
-    hidden_states_at,
-    load_model,
-    merge_lora,
-    resolve_template,
-    save_model,
-)
-from forgetbench.train.loop import LoopConfig, train_loop
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.encoding import collate, encode_prompt_answer, encode_text
+from forgetbench.modeling.forward import forward_logits, hidden_states_at
+from forgetbench.modeling.loading import load_model, save_model
+from forgetbench.modeling.lora import apply_lora, merge_lora
+from forgetbench.modeling.templates import PromptTemplate, resolve_template
+from forgetbench.records import IGNORE_INDEX
+from forgetbench.train.loop import train_loop
+from forgetbench.train.loop_config import LoopConfig
 from tofu_reference import tofu_reference_encoding
 from toy import toy_examples, toy_qa, toy_tokenizer
 

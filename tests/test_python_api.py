@@ -300,7 +300,8 @@ def untrained(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from forgetbench.benchmarks.mini import generate_mini
-    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.modeling.builtin import build_tiny_model
+    from forgetbench.modeling.loading import save_model
     from forgetbench.train.mini import build_tokenizer
 
     root = tmp_path_factory.mktemp("api-world")

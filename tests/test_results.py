@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from forgetbench.errors import DataError
 from forgetbench.results import Results, load_results
-from forgetbench.study.run import write_results
+from forgetbench.study.written import write_results
 from golden_results import golden_files
 
 # A row as the study writes it: fixed fields, metric columns of every kind, the log folder last.
@@ -114,7 +114,7 @@ def test_results_csv_marks_the_leaderboards_step_so_it_can_be_rebuilt(tmp_path: 
 
 
 def test_identical_splits_point_at_logs_under_their_own_names(tmp_path: Path):
-    from forgetbench.study.run import _logs_under_own_names
+    from forgetbench.study.tofu import _logs_under_own_names
 
     (tmp_path / "logs" / "forget10" / "npo" / "step-5").mkdir(parents=True)
     (tmp_path / "logs" / "forget10" / "npo" / "step-5" / "summary.json").write_text("{}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from forgetbench.config import load_config
 from forgetbench.study.inputs import Study
 from forgetbench.study.unlearn import finetune_settings, run_settings
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.mini import mini_unlearn_defaults
 from forgetbench.train.presets import unlearn_preset
 
@@ -61,3 +61,38 @@ def test_a_model_of_the_users_records_no_finetuning():
     )
     assert finetune_settings(study) == {}
     assert run_settings(study, load_config(), "npo")["settings/unlearn_preset"] == "tofu"
+
+
+def test_a_document_study_records_the_documents_recipe_not_tofus(monkeypatch):
+    # The document benchmarks' models train on the documents' recipe; with its learning rate
+    # apart from the TOFU-shaped finetuning's, the study (relearning's default, the rows) must
+    # carry the one that trained them. No model is trained: the stage returns a folder name.
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from forgetbench.study.corpus import corpus_models
+    from forgetbench.train import mini as mini_training
+
+    recipe = mini_training.mini_recipe
+    monkeypatch.setattr(
+        mini_training, "mini_recipe",
+        lambda scale, seed=0: (r := recipe(scale, seed=seed))
+        and replace(r, documents=replace(r.documents, lr=5e-4)),
+    )  # fmt: skip
+    monkeypatch.setattr(
+        mini_training,
+        "finetune_corpus",
+        lambda *a, name, **k: SimpleNamespace(model_dir=Path(name)),
+    )
+    mini = SimpleNamespace(
+        out=Path("run"), base=SimpleNamespace(model_dir=Path("base")), scale="tiny", seed=0,
+        train=None, timings={}, template=None, max_length=64,
+        finetune_loop=lambda: mini_training.mini_finetune_config("tiny")[0],
+    )  # fmt: skip
+    bench = SimpleNamespace(
+        name="muse", finetune_texts=lambda d: [], retain_model_texts=lambda d: [],
+        forget_sets=("news",), unlearn_preset="muse", eval_layout="muse",
+    )  # fmt: skip
+    study = corpus_models(load_config(), bench, Path("data"), mini, progress=False)
+    assert study.finetune_lr == 5e-4 == study.finetune_loop.lr
+    assert finetune_settings(study)["settings/finetune_batch_size"] == 4  # the documents' batch

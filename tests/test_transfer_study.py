@@ -86,7 +86,7 @@ def test_the_report_shows_the_heatmap_and_the_sequence_plot(results):
 
 def test_the_default_config_records_neither_option():
     # A study without them writes the results.json (config included) it wrote before.
-    from forgetbench.study.run import _dumped
+    from forgetbench.study.tofu import _dumped
 
     study = _dumped(RunConfig())["study"]
     assert "unlearn_formats" not in study and "sequence" not in study
@@ -107,7 +107,7 @@ def test_a_sequence_of_splits_that_add_nothing_is_refused(tiny_study):
 def test_format_texts_are_what_the_format_evaluation_scores(tiny_study):
     from forgetbench.benchmarks.mini.read import load_format
     from forgetbench.errors import DataError
-    from forgetbench.modeling import PromptTemplate
+    from forgetbench.modeling.templates import PromptTemplate
     from forgetbench.study.format_data import format_texts, split_authors
 
     data = tiny_study[1]
@@ -129,7 +129,8 @@ def test_format_texts_are_what_the_format_evaluation_scores(tiny_study):
 
 
 def test_the_engine_scores_only_a_prompt_records_answer(tiny_study):
-    from forgetbench.modeling import PromptTemplate, load_tokenizer
+    from forgetbench.modeling.loading import load_tokenizer
+    from forgetbench.modeling.templates import PromptTemplate
     from forgetbench.records import PromptRecord, QARecord
     from forgetbench.train.items import build_items
 

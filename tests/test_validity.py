@@ -141,3 +141,74 @@ def test_ties_on_forget_quality_share_a_rank():
         for m, q in (("a", 0.004), ("b", 0.004), ("c", 0.0011), ("d", None))
     ] + [{"split": "forget05", "method": "a", "forget_quality": 0.1}]
     assert tie_ranks(board) == ["1=", "1=", "3", "—", "1"]
+
+
+def _lume(method: str, step: int, task: float, final: float, **more: float) -> dict:
+    return {**_row(method, **more), "step": step, "lume/task_aggregate": task, "lume/final": final}
+
+
+def test_lume_final_is_noise_where_its_tasks_see_nothing_or_the_finetuned_model_wins():
+    from forgetbench.lume_gate import lume_noise
+
+    # The tiny miniature's numbers: every task aggregate 0, the finetuned model above the retain.
+    tiny = [_lume("finetuned", 0, 0.0, 0.5926), _lume("retain", 0, 0.0, 0.5185185),
+            _lume("npo", 10, 0.0, 0.4444)]  # fmt: skip
+    validity = check_validity(tiny)
+    gate = validity["lume_final"]["forget10"]
+    assert gate["status"] == "noise" and lume_noise(validity) == [gate]
+    assert gate["finding"] == (
+        "forget10: LUME final is noise here: its tasks do not tell the two models apart (< 0.05) "
+        "and the finetuned model scores at or above the retain model, its target; final 0.593 "
+        "vs 0.519, task aggregate 0.000 vs 0.000 (finetuned vs retain)"
+    )
+    assert gate["numbers"]["finetuned_final"] == 0.5926
+    # It withholds no ranking: forget quality still ranks (the three gates are not LUME's).
+    assert ranks(validity) and "lume_final" not in str(failed_checks(validity))
+    # Tasks that tell the models apart, the retain model above: judged, not noise.
+    judged = check_validity([_lume("finetuned", 0, 0.1, 0.4), _lume("retain", 0, 0.3, 0.6)])
+    assert judged["lume_final"]["forget10"]["status"] == "pass"
+    assert lume_noise(judged) == []
+    # Each reason on its own makes it noise.
+    winner = check_validity([_lume("finetuned", 0, 0.1, 0.7), _lume("retain", 0, 0.3, 0.6)])
+    assert winner["lume_final"]["forget10"]["status"] == "noise"
+    flat = check_validity([_lume("finetuned", 0, 0.3, 0.4), _lume("retain", 0, 0.32, 0.6)])
+    assert "do not tell the two models apart" in flat["lume_final"]["forget10"]["finding"]
+    # Without a retain model it is unknown; without LUME scores there is no verdict at all.
+    alone = check_validity([_lume("finetuned", 0, 0.0, 0.5)])
+    assert alone["lume_final"]["forget10"]["status"] == "unknown"
+    assert "lume_final" not in check_validity(NEWCOMER)
+
+
+def test_a_noisy_lume_final_leaves_the_leaderboard_and_is_said_in_the_gates(tmp_path):
+    from rich.console import Console
+
+    from forgetbench.report.html import render_html
+    from forgetbench.report.tables import print_leaderboard, without_noise
+    from forgetbench.report.validity import print_validity
+    from forgetbench.results import Results
+    from forgetbench.rows import leaderboard, reference_entries
+
+    learnt = {"forget/rougeL": 0.9, "forget/probability": 0.8, "model_utility": 0.5}
+    rows = [
+        _lume("finetuned", 0, 0.0, 0.5926, forget_quality=1e-4, **learnt),
+        _lume("retain", 0, 0.0, 0.5185185, forget_quality=1.0, model_utility=0.5,
+              **{"forget/rougeL": 0.4, "forget/probability": 0.05}),
+        _lume("npo", 10, 0.0, 0.4444, forget_quality=0.2, model_utility=0.48),
+    ]  # fmt: skip
+    validity = check_validity(rows)
+    console = Console(record=True, width=300)
+    print_validity(validity, console=console)
+    print_leaderboard(without_noise(leaderboard(rows), validity), console,
+                      references=without_noise(reference_entries(rows), validity))  # fmt: skip
+    text = console.export_text()
+    assert "LUME NOISE: forget10: LUME final is noise here" in text
+    assert "LUME" not in text.split("LUME NOISE")[1].split("\n", 2)[2]  # no LUME column
+    assert "0.4444" not in text and "0.2000" in text
+    page = render_html(Results.model_validate({"rows": rows, "validity": validity}))
+    assert "<b>LUME NOISE</b>: forget10: LUME final is noise here" in page
+    assert "<th>LUME final</th>" not in page and "0.4444" not in page
+    # Judged LUME keeps its column.
+    judged = [{**r, "lume/task_aggregate": t} for r, t in zip(rows, (0.1, 0.3, 0.2), strict=True)]
+    judged[1]["lume/final"] = 0.7
+    page = render_html(Results.model_validate({"rows": judged, "validity": check_validity(judged)}))
+    assert "<th>LUME final</th>" in page and "0.4444" in page

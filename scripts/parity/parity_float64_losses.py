@@ -32,7 +32,7 @@ PDU = {"retain_weight": 100.0, "retain_eps": 0.3}  # community/methods/PDU/run.s
 
 
 def logits(model: Any, part: dict[str, Any]) -> torch.Tensor:
-    from forgetbench.modeling import forward_logits
+    from forgetbench.modeling.forward import forward_logits
 
     return forward_logits(model, part)
 

@@ -21,37 +21,34 @@ MUSE's code does not); exits 1 when a number differs by more than --tol or a gen
 """
 
 # ruff: noqa: E402  (a script: imports follow the argument parsing and the reference copies)
-import argparse
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
+from reference_code import import_reference, reference_options
 
 from forgetbench.config_sections import EvalConfig
 from forgetbench.data.muse import load_knowmem
 from forgetbench.eval.backend import evaluation_backend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import KNOWMEM, MuseTask, knowmem_prompt, privleak_scores
-from forgetbench.modeling import load_model
+from forgetbench.modeling.loading import load_model
 
-parser = argparse.ArgumentParser()
+parser = reference_options(__doc__, ("--muse-repo", "swj0419/muse_bench"))
 parser.add_argument("--run", required=True, help="a `forgetbench run --benchmark muse` folder")
-parser.add_argument("--muse-repo", required=True, help="a checkout of swj0419/muse_bench")
-parser.add_argument("--out", required=True)
-parser.add_argument("--tol", type=float, default=1e-4)
 args = parser.parse_args()
 RUN, OUT = Path(args.run), Path(args.out)
 NEWS = RUN / "data" / "muse" / "news"
 
-ref = OUT / "ref" / "metrics"
-ref.mkdir(parents=True, exist_ok=True)
-(ref / "__init__.py").touch()
-for name in ("verbmem", "knowmem", "privleak", "logger"):
-    shutil.copyfile(Path(args.muse_repo) / "metrics" / f"{name}.py", ref / f"{name}.py")
-sys.path.insert(0, str(ref.parent))
+import_reference(
+    OUT,
+    {
+        f"metrics/{name}.py": Path(args.muse_repo) / "metrics" / f"{name}.py"
+        for name in ("verbmem", "knowmem", "privleak", "logger")
+    },
+)
 from metrics import knowmem as m_knowmem
 from metrics import privleak as m_privleak
 from metrics import verbmem as m_verbmem

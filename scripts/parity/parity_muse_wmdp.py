@@ -22,9 +22,7 @@ Prints one line per compared quantity; exits 1 when one differs by more than --t
 """
 
 # ruff: noqa: E402  (a script: imports follow the argument parsing and the reference copies)
-import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -32,67 +30,35 @@ import numpy as np
 import torch
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "tests")]
+from reference_code import import_reference, reference_options
+
 from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import MuseTask, knowmem_prompt, privleak_scores
 from forgetbench.eval.tasks.wmdp import wmdp_task_of
-from forgetbench.modeling import build_tiny_model, save_model
-from toy import toy_qa, toy_tokenizer
+from forgetbench.modeling.loading import save_model
+from toy import memorised_model, toy_qa, toy_tokenizer
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--muse-repo", required=True, help="a checkout of swj0419/muse_bench")
-parser.add_argument("--ou-repo", required=True, help="a checkout of locuslab/open-unlearning")
+parser = reference_options(
+    __doc__, ("--muse-repo", "swj0419/muse_bench"), ("--ou-repo", "locuslab/open-unlearning")
+)
 parser.add_argument("--extra-path", default=None, help="a folder holding omegaconf")
-parser.add_argument("--out", required=True)
-parser.add_argument("--tol", type=float, default=1e-4)
 args = parser.parse_args()
 OUT = Path(args.out)
 OUT.mkdir(parents=True, exist_ok=True)
 
-
-def copy_package(files: dict[str, Path]) -> Path:
-    """Copy reference files into OUT/ref as importable packages with empty __init__s."""
-    ref = OUT / "ref"
-    for target, source in files.items():
-        path = ref / target
-        path.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, path)
-        for parent in path.relative_to(ref).parents:
-            if str(parent) != ".":
-                (ref / parent / "__init__.py").touch()
-    return ref
-
-
 QA = toy_qa()
 tok = toy_tokenizer()
-
-
-def train(texts, seed):
-    torch.manual_seed(seed)
-    model = build_tiny_model(tok, seed=seed)
-    enc = [tok(t)["input_ids"] + [tok.eos_token_id] for t in texts]
-    w = max(map(len, enc))
-    ids = torch.full((len(enc), w), tok.pad_token_id)
-    lab = torch.full((len(enc), w), -100)
-    for i, e in enumerate(enc):
-        ids[i, : len(e)] = lab[i, : len(e)] = torch.tensor(e)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    model.train()
-    for _ in range(80):
-        loss = model(input_ids=ids, attention_mask=(lab != -100).long(), labels=lab).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.zero_grad(set_to_none=True)
-    return model.eval()
 
 
 docs = [f"{q} {a}" for q, a in QA]
 forget_qa, forget_icl = QA[:4], QA[4:6]
 retain_qa, retain_icl = QA[8:12], QA[12:14]
 shots = [type("R", (), {"question": q, "answer": a}) for q, a in forget_icl]
-target = train(docs[:8] + [knowmem_prompt(shots, q) + a for q, a in forget_qa[:3]], seed=1)
-retain = train(docs[8:16], seed=2)
+target = memorised_model(
+    docs[:8] + [knowmem_prompt(shots, q) + a for q, a in forget_qa[:3]], seed=1
+)
+retain = memorised_model(docs[8:16], seed=2)
 
 root = OUT / "news"
 
@@ -135,7 +101,8 @@ mia_files = {
     for p in (ou / "src/evals/metrics/mia").glob("*.py")
     if p.name != "__init__.py"
 }
-ref_root = copy_package(
+import_reference(
+    OUT,
     {
         **{
             f"metrics/{n}.py": muse / f"metrics/{n}.py"
@@ -144,9 +111,8 @@ ref_root = copy_package(
         **mia_files,
         "evals/metrics/utils.py": ou / "src/evals/metrics/utils.py",
         "data/utils.py": ou / "src/data/utils.py",
-    }
+    },
 )
-sys.path.insert(0, str(ref_root))
 from metrics import knowmem as m_knowmem
 from metrics import privleak as m_privleak
 from metrics import verbmem as m_verbmem

@@ -80,7 +80,8 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods import build_method
     from forgetbench.methods.refusals import load_refusals
-    from forgetbench.modeling import load_model, resolve_template
+    from forgetbench.modeling.loading import load_model
+    from forgetbench.modeling.templates import resolve_template
     from forgetbench.study.unlearn import forget_records, retain_split_for
     from forgetbench.train.items import REFERENCE_FIELDS, build_items, with_reference_logps
 
@@ -167,7 +168,7 @@ def as_open_unlearning(
     import torch.nn.functional as F
 
     from forgetbench.methods.rmu import rmu_control_vector
-    from forgetbench.modeling import forward_logits, hidden_states_at
+    from forgetbench.modeling.forward import forward_logits, hidden_states_at
 
     model = state["model"]
     forget, retain = batch["forget"], batch["retain"]
@@ -258,7 +259,7 @@ def train_forgetbench(
     """`args.steps` optimizer steps of the preset's loop (one epoch of steps x batch items), from
     the finetuned weights; returns the step losses, every micro-batch as collated, the loop, and
     the final model."""
-    from forgetbench.modeling import load_model
+    from forgetbench.modeling.loading import load_model
     from forgetbench.train.items import collate_items
     from forgetbench.train.loop import train_loop
     from forgetbench.train.method_loss import method_loss
@@ -292,7 +293,7 @@ def evaluate_both(
 ) -> dict[str, Any]:
     """`forgetbench eval` (TOFU sets and MIA, as the evaluator parity) of both trained models:
     forgetbench's, and the same architecture holding open-unlearning's final weights."""
-    from forgetbench.modeling import save_model
+    from forgetbench.modeling.loading import save_model
 
     theirs = copy.deepcopy(model)
     missing, unexpected = theirs.load_state_dict(final, strict=False)

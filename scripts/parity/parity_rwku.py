@@ -19,7 +19,7 @@ Adaptations, each as RWKU's code runs otherwise:
 - `eval_fluency`'s `nltk.download('punkt')` needs the network: its `n_gram_entropy` is called
   on the generations directly. Both sides tokenise with the Punkt model on NLTK's path
   (`--nltk-data`; without it an English model with no learnt abbreviations is written to --out).
-- `eval_mia` runs on a tiny random Llama (`forgetbench.modeling.build_tiny_model`) with the
+- `eval_mia` runs on a tiny random Llama (`forgetbench.modeling.builtin.build_tiny_model`) with the
   suite's toy tokenizer; forgetbench's `mia_scores` gets the per-token log-probs and the mean and
   standard deviation of the next-token log-prob from the same model's float32 logits.
 Prints one line per compared quantity and the largest difference; exits 1 when one differs by
@@ -27,8 +27,6 @@ more than --tol.
 """
 
 # ruff: noqa: E402  (a script: imports follow the argument parsing and the reference copies)
-import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -36,25 +34,25 @@ import numpy as np
 import torch
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "tests")]
+from reference_code import import_reference, reference_options
+
 from forgetbench.metrics.rwku import fluency_entropy, mia_scores, probe_scores, rouge_l_recall
-from forgetbench.modeling import build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.records import ProbeRecord
 from toy import toy_qa, toy_tokenizer
 
-parser = argparse.ArgumentParser()
-parser.add_argument("--rwku-repo", required=True, help="a checkout of jinzhuoran/RWKU")
+parser = reference_options(__doc__, ("--rwku-repo", "jinzhuoran/RWKU"))
 parser.add_argument("--nltk-data", default=None, help="a folder holding tokenizers/punkt_tab")
-parser.add_argument("--out", required=True)
-parser.add_argument("--tol", type=float, default=1e-4)
 args = parser.parse_args()
 OUT = Path(args.out)
 EVAL = Path(args.rwku_repo) / "LLaMA-Factory" / "src" / "llmtuner" / "eval"
-package = OUT / "ref" / "rwku_eval"
-package.mkdir(parents=True, exist_ok=True)
-(package / "__init__.py").write_text("")
-for name in ("eval_forget", "eval_neighbor", "eval_mia", "eval_fluency", "inference"):
-    shutil.copyfile(EVAL / f"{name}.py", package / f"{name}.py")
-sys.path.insert(0, str(OUT / "ref"))
+import_reference(
+    OUT,
+    {
+        f"rwku_eval/{name}.py": EVAL / f"{name}.py"
+        for name in ("eval_forget", "eval_neighbor", "eval_mia", "eval_fluency", "inference")
+    },
+)
 
 import nltk
 

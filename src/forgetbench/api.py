@@ -111,7 +111,7 @@ def _given_model(function: str, model: Any, tokenizer: Any) -> tuple[Any, Any, s
     call = f"forgetbench.{function}"
     folder = None
     if isinstance(model, _PATH_TYPES):
-        from forgetbench.modeling import load_model
+        from forgetbench.modeling.loading import load_model
 
         folder = os.fspath(model)
         model, own = load_model(folder)
@@ -181,7 +181,7 @@ def evaluate(
     Nothing is written unless `out` names a folder (then the same files as the command)."""
     from forgetbench.eval.runner import SUMMARY_NAME, evaluate_model, write_evaluation
     from forgetbench.metrics import METRICS
-    from forgetbench.modeling import resolve_template
+    from forgetbench.modeling.templates import resolve_template
     from forgetbench.study.evaluate import eval_extension, read_reference, require_eval_files
 
     _check_paths("evaluate", data=data, retain_log=retain_log, out=out)
@@ -255,7 +255,7 @@ def unlearn(
     from forgetbench.data.tofu import load_tofu
     from forgetbench.eval.runner import tofu_root
     from forgetbench.methods.refusals import load_refusals
-    from forgetbench.modeling import resolve_template
+    from forgetbench.modeling.templates import resolve_template
     from forgetbench.study.inputs import external_unlearn_defaults
     from forgetbench.study.unlearn import forget_records, resolve_method, unlearn_lora
     from forgetbench.train.unlearn import unlearn_model

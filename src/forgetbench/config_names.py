@@ -13,7 +13,7 @@ from pydantic_core import PydanticCustomError, core_schema
 from forgetbench.errors import ConfigError
 
 SCALES = ("tiny", "small", "full")
-# `model.size`: the built-in model's shape (forgetbench.modeling holds each one's numbers).
+# `model.size`: the built-in model's shape (forgetbench.modeling.builtin holds each one's numbers).
 MODEL_SIZES = ("auto", *SCALES, "125m", "1b", "8b")
 # TOFU's splits (the miniature has the same): a forget split, its complement, and `full` = both.
 FORGET_SPLITS = ("forget01", "forget05", "forget10")

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
+from forgetbench.lume_gate import lume_final_gate
 from forgetbench.rows import Row, number, reference, splits
 
 # The finetuned model's forget quality must be below this to be told apart from the retain
@@ -183,8 +184,10 @@ def _utility(split: str, finetuned: Row) -> dict[str, Any]:
 def check_validity(rows: Sequence[Row]) -> dict[str, Any]:
     """results.json's `validity` block: per split, each check's status (`pass`, `fail`,
     `unknown`), what was found, what it means and what to do, with the numbers; `valid` is true
-    only when every check passed, `failed` lists the failed checks as `split/name`."""
-    return _validity_block(
+    only when every check passed, `failed` lists the failed checks as `split/name`. With LUME
+    scores, `lume_final` says per split whether LUME's final score measures anything here
+    (`forgetbench.lume_gate`; apart from the checks, it withholds no ranking)."""
+    block = _validity_block(
         rows,
         lambda split, finetuned, retain: [
             _distinguishable(split, finetuned, retain),
@@ -192,6 +195,8 @@ def check_validity(rows: Sequence[Row]) -> dict[str, Any]:
             _utility(split, finetuned),
         ],
     )
+    lume = lume_final_gate(rows)
+    return {**block, "lume_final": lume} if lume else block
 
 
 def _validity_block(

@@ -20,7 +20,8 @@ from forgetbench.data.tofu import tofu_eval_sets  # noqa: E402
 from forgetbench.eval.backend import FastBackend  # noqa: E402
 from forgetbench.eval.distributed import process_layout  # noqa: E402
 from forgetbench.eval.tasks.tofu import evaluate_tofu  # noqa: E402
-from forgetbench.modeling import PromptTemplate, load_model  # noqa: E402
+from forgetbench.modeling.loading import load_model  # noqa: E402
+from forgetbench.modeling.templates import PromptTemplate  # noqa: E402
 
 OPTIONS = {"max_new_tokens": 8, "max_length": 256}
 # Small batches, so every shard runs several of them and sorting by length matters.

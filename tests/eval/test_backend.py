@@ -8,7 +8,8 @@ from forgetbench.eval.backend import FastBackend, NaiveBackend, serve
 from forgetbench.eval.requests import Generate, Score
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.mia import MembershipTask
-from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.templates import PromptTemplate
 from toy import toy_qa, toy_tokenizer
 
 TEMPLATE = PromptTemplate("question_answer")

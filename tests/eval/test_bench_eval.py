@@ -14,7 +14,9 @@ from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.eval.backend import FastBackend, NaiveBackend
 from forgetbench.eval.bench import bench_evaluation, compare_logs
 from forgetbench.eval.tasks.tofu import evaluate_tofu
-from forgetbench.modeling import PromptTemplate, build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
+from forgetbench.modeling.templates import PromptTemplate
 from toy import toy_tokenizer
 
 TEMPLATE = PromptTemplate("question_answer")
@@ -205,3 +207,30 @@ def test_the_fast_paths_profile_per_phase_on_the_cpu(study):
         assert 1 <= phase["profiled_steps"] <= 8 and phase["skipped_steps"] == 2
         assert phase["device_busy_share"] is None and phase["seconds_per_step"] > 0
         assert any("mm" in t["name"] for t in phase["top"]), phase["top"]
+
+
+def test_the_meter_counts_real_tokens_on_the_device_and_reads_them_once(monkeypatch):
+    # Each generated token is one forward pass: an int() of its mask's sum there would make the
+    # host wait for the device at every token. The count stays a device tensor until it is read.
+    import torch
+
+    from forgetbench.eval.bench import Meter
+    from host_syncs import SyncCounter
+
+    model = build_tiny_model(toy_tokenizer(), seed=0).eval()
+    meter = Meter()
+    counter = SyncCounter(monkeypatch)
+    prompt = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 8, 9]])
+    mask = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 1, 1, 1]])
+    with torch.no_grad(), meter.attached(model), meter.phase("generation"):
+        counter.on = True
+        model(input_ids=prompt, attention_mask=mask)  # 7 real of 10
+        # a cached step: the mask spans the cache, its last column is this call's
+        step_mask = torch.cat([mask, torch.tensor([[1], [0]])], dim=1)
+        model(input_ids=torch.tensor([[3], [3]]), attention_mask=step_mask)
+        counter.on = False
+    assert [
+        c for c in counter.calls if c.startswith(("__int__ in bench.py", "item in bench.py"))
+    ] == []
+    assert meter.model_tokens["generation"] == 12
+    assert meter.real_tokens == {"scoring": 0, "generation": 8}

@@ -12,7 +12,7 @@ from forgetbench.errors import DataError
 from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.mia import document_membership
-from forgetbench.modeling import build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
 from toy import toy_qa, toy_tokenizer
 
 MEMBERS = [f"{q} {a}" for q, a in toy_qa()[:4]]

@@ -15,7 +15,8 @@ from eval_script import evaluate
 
 from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.data.logs import SET_FILES, read_eval_log
-from forgetbench.modeling import build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
 from launch import launch_two_cpu_processes
 from toy import toy_tokenizer
 

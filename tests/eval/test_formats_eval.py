@@ -9,7 +9,8 @@ import torch
 from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.formats import FormatsTask
-from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import ClozeRecord, MCRecord
 from toy import toy_tokenizer
 

@@ -15,7 +15,8 @@ import pytest
 
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.lmeval import _unknown, lm_eval_utility
-from forgetbench.modeling import build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
 from toy import toy_tokenizer
 
 HAVE_LM_EVAL = importlib.util.find_spec("lm_eval") is not None

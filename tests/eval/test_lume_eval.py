@@ -8,7 +8,8 @@ import pytest
 
 from forgetbench.cli import main
 from forgetbench.data.lume import load_lume
-from forgetbench.modeling import build_tiny_model, save_model, train_tokenizer
+from forgetbench.modeling.builtin import build_tiny_model, train_tokenizer
+from forgetbench.modeling.loading import save_model
 
 pytestmark = pytest.mark.slow
 

@@ -115,7 +115,8 @@ metric_list:
 def test_eval_combines_a_measured_mmlu_and_warns(shared_data, tmp_path, capsys):
     if not HAVE_LM_EVAL:
         pytest.skip("lm-eval is not installed (pip install 'forgetbench[lmeval]')")
-    from forgetbench.modeling import build_tiny_model, save_model, train_tokenizer
+    from forgetbench.modeling.builtin import build_tiny_model, train_tokenizer
+    from forgetbench.modeling.loading import save_model
 
     # A real-LUME subset: two prompts per task and kind of each split, plus SemEval's MIA layout
     # (member / nonmember documents) so the MIA score, and with it the final score, exists.

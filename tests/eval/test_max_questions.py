@@ -14,7 +14,7 @@ from forgetbench.eval import runner
 from forgetbench.eval.runner import evaluate_model, evaluation_key
 from forgetbench.records import QARecord
 from forgetbench.study.inputs import Study
-from forgetbench.study.run import load_retain_logs
+from forgetbench.study.tofu import load_retain_logs
 
 
 def _record(i: int) -> QARecord:

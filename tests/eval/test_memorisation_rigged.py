@@ -20,7 +20,7 @@ ANSWER = " in the city"
 def rigged():
     """(model, tokenizer, answer ids + EOS): the model predicts `successor[current token]`.
     Untrained weights and the toy tokenizer: the forced logits decide every choice."""
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
 
     tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, scale="tiny", seed=0).eval()

@@ -13,9 +13,9 @@ from forgetbench.eval.backend import FastBackend, NaiveBackend
 from forgetbench.eval.tasks import run_task
 from forgetbench.eval.tasks.muse import MuseTask, privleak_scores
 from forgetbench.eval.tasks.wmdp import wmdp_task_of
-from forgetbench.modeling import build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
 from muse_reference import knowmem_rouge, muse_auc, verbmem_item
-from toy import toy_qa, toy_tokenizer
+from toy import memorised_model, toy_qa, toy_tokenizer
 
 QA = toy_qa()
 
@@ -44,28 +44,11 @@ def trained():
     """A tiny model that has memorised the first 8 toy facts as documents and the first 3 after
     the forget set's few-shot examples (~3 s): ROUGE, Min-K% and the gradient norms have something
     to find."""
-    tokenizer = toy_tokenizer()
-    torch.manual_seed(0)
-    model = build_tiny_model(tokenizer, seed=1)
     shots = "".join(f"Question: {q}\nAnswer: {a}\n\n" for q, a in QA[4:6])
     texts = [f"{q} {a}" for q, a in QA[:8]] + [
         f"{shots}Question: {q}\nAnswer: {a}" for q, a in QA[:3]
     ]
-    encoded = [tokenizer(t)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
-    width = max(map(len, encoded))
-    ids = torch.full((len(encoded), width), tokenizer.pad_token_id)
-    labels = torch.full((len(encoded), width), -100)
-    for i, e in enumerate(encoded):
-        ids[i, : len(e)] = labels[i, : len(e)] = torch.tensor(e)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    model.train()
-    for _ in range(80):
-        loss = model(input_ids=ids, attention_mask=(labels != -100).long(), labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.zero_grad(set_to_none=True)
-    return model.eval()
+    return memorised_model(texts, seed=1)
 
 
 def _open_unlearning_gradnorm(model, tokenizer, text):

@@ -3,8 +3,12 @@ import pytest
 from forgetbench.eval.outputs import greedy_generate, shared_prefixes
 from forgetbench.methods._terms import per_sample_nll
 from forgetbench.metrics.rouge import rouge_recall
-from forgetbench.modeling import PromptTemplate, build_tiny_model, collate, forward_logits
-from forgetbench.train.loop import LoopConfig, train_loop
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.encoding import collate
+from forgetbench.modeling.forward import forward_logits
+from forgetbench.modeling.templates import PromptTemplate
+from forgetbench.train.loop import train_loop
+from forgetbench.train.loop_config import LoopConfig
 from toy import toy_examples, toy_qa, toy_tokenizer
 
 

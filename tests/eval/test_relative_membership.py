@@ -81,8 +81,7 @@ def test_shadow_memberships_are_balanced_and_seeded():
 def test_shadow_files_give_masks_in_candidate_order(tmp_path):
     from forgetbench.benchmarks.mini import generate_mini
     from forgetbench.study.inputs import Study
-    from forgetbench.study.run import shadow_masks
-    from forgetbench.study.shadows import shadow_candidates, write_shadow
+    from forgetbench.study.shadows import shadow_candidates, shadow_masks, write_shadow
 
     data = tmp_path / "data"
     generate_mini(data, scale="tiny", seed=0)
@@ -114,7 +113,7 @@ def test_shadow_files_give_masks_in_candidate_order(tmp_path):
 def test_a_model_study_takes_its_shadows_from_study_mia_shadow_models(tmp_path):
     from forgetbench.config import load_config
     from forgetbench.errors import ConfigError
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
     from forgetbench.study.resolved import resolve
     from toy import toy_tokenizer
 

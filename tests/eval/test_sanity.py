@@ -67,7 +67,7 @@ def test_random_model_has_a_7b_llamas_logit_spread(tiny_study):
     import torch
     from transformers import AutoTokenizer
 
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
 
     _, _, base, _, _ = tiny_study
     tokenizer = AutoTokenizer.from_pretrained(base.model_dir)

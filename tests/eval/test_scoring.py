@@ -11,13 +11,10 @@ from forgetbench.eval.outputs import (
     shared_prefixes,
 )
 from forgetbench.methods._terms import per_sample_nll
-from forgetbench.modeling import (
-    PromptTemplate,
-    build_tiny_model,
-    collate,
-    encode_prompt_answer,
-    forward_logits,
-)
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.encoding import collate, encode_prompt_answer
+from forgetbench.modeling.forward import forward_logits
+from forgetbench.modeling.templates import PromptTemplate
 from toy import toy_qa, toy_tokenizer
 
 

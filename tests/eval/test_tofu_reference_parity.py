@@ -9,7 +9,8 @@ import pytest
 from forgetbench.data.tofu import load_tofu
 from forgetbench.eval.backend import FastBackend
 from forgetbench.eval.tasks.tofu import evaluate_tofu
-from forgetbench.modeling import PromptTemplate, load_model
+from forgetbench.modeling.loading import load_model
+from forgetbench.modeling.templates import PromptTemplate
 from tofu_reference import tofu_reference_avg_loss
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from forgetbench.methods._terms import (
     per_sample_nll,
     sequence_logprob,
 )
-from forgetbench.modeling import IGNORE_INDEX
+from forgetbench.records import IGNORE_INDEX
 
 
 def test_sequence_logprob_and_mean_nll_by_hand(forget):

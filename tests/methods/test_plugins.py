@@ -16,7 +16,7 @@ from forgetbench.config import load_config
 from forgetbench.errors import ConfigError, PluginError
 from forgetbench.methods import plugins
 from forgetbench.methods.base import METHODS, build_method
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.unlearn import unlearn_key
 
 HEADER = """\
@@ -277,7 +277,8 @@ def world(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from forgetbench.benchmarks.mini import generate_mini
-    from forgetbench.modeling import build_tiny_model, save_model
+    from forgetbench.modeling.builtin import build_tiny_model
+    from forgetbench.modeling.loading import save_model
     from forgetbench.train.mini import build_tokenizer
 
     root = tmp_path_factory.mktemp("plugin-world")

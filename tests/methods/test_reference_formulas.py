@@ -19,7 +19,7 @@ from forgetbench.methods import build_method
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import UnlearnInputs
 from forgetbench.methods.rmu import RMU
-from forgetbench.modeling import Encoded, collate
+from forgetbench.modeling.encoding import Encoded, collate
 from forgetbench.train.method_loss import MethodLoss
 
 V = 7  # vocabulary; id 0 is padding

@@ -7,9 +7,6 @@ from typing import Any
 import pytest
 
 from forgetbench.report.findings import (
-    FAILS,
-    HOLDS,
-    UNMEASURABLE,
     check_findings,
     forget01_easier,
     forgetting_stops_at_the_sentences,
@@ -20,6 +17,7 @@ from forgetbench.report.findings import (
     no_baseline_passes_forget10,
     zigzag_trade_off,
 )
+from forgetbench.report.findings_common import FAILS, HOLDS, UNMEASURABLE
 
 
 def _row(split: str, method: str, step: int = 0, epoch: float = 0.0, **scores: Any) -> dict:

@@ -23,8 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from forgetbench.methods._terms import per_sample_nll  # noqa: E402
-from forgetbench.modeling import build_tiny_model, collate, forward_logits, save_model  # noqa: E402
-from forgetbench.train.loop import LoopConfig, train_loop  # noqa: E402
+from forgetbench.modeling.builtin import build_tiny_model  # noqa: E402
+from forgetbench.modeling.encoding import collate  # noqa: E402
+from forgetbench.modeling.forward import forward_logits  # noqa: E402
+from forgetbench.modeling.loading import save_model  # noqa: E402
+from forgetbench.train.loop import train_loop  # noqa: E402
+from forgetbench.train.loop_config import LoopConfig  # noqa: E402
 from toy import toy_examples, toy_tokenizer  # noqa: E402
 
 

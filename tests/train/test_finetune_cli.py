@@ -1,7 +1,8 @@
 import json
 
 from forgetbench.cli import main
-from forgetbench.modeling import build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
 from toy import toy_qa, toy_tokenizer
 
 

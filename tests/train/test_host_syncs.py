@@ -9,7 +9,6 @@ which convert CPU-side numbers such as AdamW's step count, are not ours and not 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,36 +16,16 @@ import torch
 
 from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
-from forgetbench.modeling import PromptTemplate, build_tiny_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
 from forgetbench.train.items import build_items, collate_items, with_reference_logps
-from forgetbench.train.loop import LoopConfig, NonFiniteLoss, build_optimizer, train_loop
+from forgetbench.train.loop import NonFiniteLoss, train_loop
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.method_loss import method_loss
+from forgetbench.train.schedule import build_optimizer
+from host_syncs import SyncCounter
 from toy import toy_qa, toy_tokenizer
-
-PACKAGE = str(Path(__file__).resolve().parents[2] / "src" / "forgetbench")
-HOST_SIDE = {"order.py"}  # the epoch order, drawn from a CPU generator once per epoch
-CONVERSIONS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy")
-
-
-class SyncCounter:
-    """Counts tensor-to-host conversions called from forgetbench's code (the caller's frame)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[str] = []
-        self.on = False
-        for name in CONVERSIONS:
-            original = getattr(torch.Tensor, name)
-            monkeypatch.setattr(torch.Tensor, name, self._counted(name, original))
-
-    def _counted(self, name, original):
-        def conversion(tensor, *args, **kwargs):
-            caller = sys._getframe(1).f_code.co_filename
-            if self.on and caller.startswith(PACKAGE) and Path(caller).name not in HOST_SIDE:
-                self.calls.append(f"{name} in {Path(caller).name}:{sys._getframe(1).f_lineno}")
-            return original(tensor, *args, **kwargs)
-
-        return conversion
 
 
 def _train(method_name: str, out: Path, counter: SyncCounter | None, **options):

@@ -6,7 +6,7 @@ import pytest
 from forgetbench.data.tofu import load_tofu
 from forgetbench.eval.outputs import greedy_generate
 from forgetbench.metrics.rouge import rouge_recall
-from forgetbench.modeling import load_model
+from forgetbench.modeling.loading import load_model
 from forgetbench.train.mini import TEMPLATE, finetune_mini
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,8 @@ def test_pretraining_qa_is_encoded_as_evaluated_and_rehearsal_avoids_evaluated_p
     from transformers import AutoTokenizer
 
     from forgetbench.io import read_json_records
-    from forgetbench.modeling import IGNORE_INDEX, encode_prompt_answer
+    from forgetbench.modeling.encoding import encode_prompt_answer
+    from forgetbench.records import IGNORE_INDEX
     from forgetbench.train.mini import pretraining_examples, rehearsal_examples
 
     _, data, base, _, _ = tiny_study

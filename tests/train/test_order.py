@@ -9,8 +9,8 @@ import torch
 
 from forgetbench.config import load_config
 from forgetbench.errors import ConfigError
-from forgetbench.modeling import Encoded
-from forgetbench.train.loop import LoopConfig, config_key
+from forgetbench.modeling.encoding import Encoded
+from forgetbench.train.loop_config import LoopConfig, config_key
 from forgetbench.train.mini import mini_finetune_config, mini_recipe
 from forgetbench.train.order import epoch_order, example_lengths
 from forgetbench.train.stages import loop_config

@@ -8,7 +8,7 @@ import pytest
 from forgetbench.errors import UnknownNameError
 from forgetbench.methods.base import trained_method_names
 from forgetbench.study.inputs import external_unlearn_defaults
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.mini import mini_unlearn_defaults
 from forgetbench.train.presets import unlearn_preset
 
@@ -53,7 +53,7 @@ def test_an_unknown_preset_names_the_known_ones():
 
 def test_the_miniature_study_evaluates_with_its_eval_preset_under_the_users_settings():
     from forgetbench.config import load_config
-    from forgetbench.study.run import with_setup_defaults
+    from forgetbench.study.tofu import with_setup_defaults
 
     config = load_config(None, ["eval.batch_size=8"])
     mini = with_setup_defaults(config).eval
@@ -116,13 +116,13 @@ def test_an_unknown_unlearn_preset_fails_at_the_config():
 
 
 def test_hf_schedule_starts_at_zero_and_counts_warm_up_as_open_unlearning():
-    from forgetbench.train.loop import _lr_factor, _warmup_steps
+    from forgetbench.train.schedule import lr_factor, warmup_steps
 
     # forget10 (400 questions), batch 32: OU's warm-up is int(1.0 * 400 // 32) = 12 steps of the
     # 13 per epoch; the first at lr 0 (HF), then 1/12, ...; forgetbench's own: 13, from 1/13
     hf = LoopConfig(lr=1e-5, epochs=10, schedule="hf")
-    assert _warmup_steps(hf, 400, 13) == 12
-    assert [_lr_factor(s, 12, 130, offset=0) for s in (0, 1, 6, 12)] == [0, 1 / 12, 0.5, 1.0]
-    assert _warmup_steps(LoopConfig(lr=1e-5, epochs=10), 400, 13) == 13
-    assert _lr_factor(0, 13, 130) == 1 / 13
-    assert _lr_factor(129, 12, 130, offset=0) == pytest.approx(1 / 118)
+    assert warmup_steps(hf, 400, 13) == 12
+    assert [lr_factor(s, 12, 130, offset=0) for s in (0, 1, 6, 12)] == [0, 1 / 12, 0.5, 1.0]
+    assert warmup_steps(LoopConfig(lr=1e-5, epochs=10), 400, 13) == 13
+    assert lr_factor(0, 13, 130) == 1 / 13
+    assert lr_factor(129, 12, 130, offset=0) == pytest.approx(1 / 118)

@@ -21,7 +21,9 @@ from forgetbench.data.rwku_corpus import (
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods.base import build_method, trains
 from forgetbench.methods.icu import instructed
-from forgetbench.modeling import PromptTemplate, build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import PreferenceRecord, QARecord, TextRecord
 from forgetbench.train.generated_corpus import Generation, generate_corpus, unfabricated
 from forgetbench.train.items import build_items, collate_items

@@ -16,11 +16,15 @@ from safetensors.torch import load_file
 
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.methods._terms import per_sample_nll
-from forgetbench.modeling import build_tiny_model, collate, forward_logits
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.encoding import collate
+from forgetbench.modeling.forward import forward_logits
 from forgetbench.train.checkpoint import CHECKPOINT_DIR, OLD_CHECKPOINT_DIR
 from forgetbench.train.integrity import MANIFEST, file_manifest
-from forgetbench.train.loop import TRAIN_LOG, LoopConfig, train_loop
+from forgetbench.train.loop import train_loop
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.stages import STAGE_FILE, model_fingerprint, run_stage
+from forgetbench.train.train_log import TRAIN_LOG
 from toy import toy_examples, toy_tokenizer
 
 CONFIG = LoopConfig(
@@ -323,7 +327,7 @@ def test_a_torn_last_log_line_is_dropped_on_resume(loop_reference, tmp_path, cap
 def test_a_damaged_unlearning_run_is_set_aside_and_rerun(tmp_path, capsys):
     from forgetbench.methods.base import build_method
     from forgetbench.methods.refusals import REFUSALS
-    from forgetbench.modeling import PromptTemplate
+    from forgetbench.modeling.templates import PromptTemplate
     from forgetbench.records import QARecord
     from forgetbench.train.unlearn import UNLEARN_FILE, run_unlearning
     from toy import toy_qa

@@ -1,7 +1,7 @@
 import json
 
-from forgetbench.modeling import build_tiny_model
-from forgetbench.train.loop import LoopConfig
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.stages import STAGE_FILE, run_stage
 from toy import toy_examples, toy_tokenizer
 

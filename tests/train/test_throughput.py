@@ -10,9 +10,10 @@ from transformers import AutoTokenizer
 
 from forgetbench.cli import main
 from forgetbench.data.tofu import load_tofu
-from forgetbench.modeling import build_tiny_model
-from forgetbench.train.loop import LoopConfig, epoch_order
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.mini import TEMPLATE
+from forgetbench.train.order import epoch_order
 from forgetbench.train.stages import encode_qa
 from forgetbench.train.throughput import train_throughput
 
@@ -168,7 +169,7 @@ def test_the_cpu_profile_of_both_trainers_and_rates_after_it(report, tmp_path):
 
 
 def test_bench_train_takes_the_miniatures_root_as_data_as_eval_does(report, tmp_path):
-    from forgetbench.modeling import save_model
+    from forgetbench.modeling.loading import save_model
 
     out, _ = report
     tokenizer = AutoTokenizer.from_pretrained(next((out / "models").glob("tokenizer*")))

@@ -12,13 +12,9 @@ from forgetbench.methods._terms import answer_token_logprobs, per_sample_nll
 from forgetbench.methods.base import build_method, trained_method_names
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.methods.rmu import rmu_control_vector
-from forgetbench.modeling import (
-    collate,
-    encode_prompt_answer,
-    forward_logits,
-    hidden_states_at,
-    load_model,
-)
+from forgetbench.modeling.encoding import collate, encode_prompt_answer
+from forgetbench.modeling.forward import forward_logits, hidden_states_at
+from forgetbench.modeling.loading import load_model
 from forgetbench.study.unlearn import forget_records
 from forgetbench.train.loop import NonFiniteLoss
 from forgetbench.train.mini import TEMPLATE, mini_unlearn_defaults

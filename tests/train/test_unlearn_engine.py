@@ -11,7 +11,10 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
-from forgetbench.modeling import PromptTemplate, build_tiny_model, collate, forward_logits
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.encoding import collate
+from forgetbench.modeling.forward import forward_logits
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
 from forgetbench.train.items import (
     build_items,
@@ -19,7 +22,8 @@ from forgetbench.train.items import (
     draw_pairings,
     with_reference_logps,
 )
-from forgetbench.train.loop import LoopConfig, train_loop
+from forgetbench.train.loop import train_loop
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.method_loss import MethodLoss
 from forgetbench.train.two_task import TwoTaskStep
 from toy import toy_qa, toy_tokenizer

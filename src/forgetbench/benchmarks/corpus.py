@@ -83,6 +83,16 @@ class Requests:
         return f"{self.name}_forget_{k}"
 
 
+# What every document study reads of the run config's sections that the TOFU-shaped study
+# shares (the rest of each, and `attack`, are the TOFU-shaped study's alone); model, train,
+# unlearn and method are read whole.
+BENCHMARK_READ = ("name", "path")
+EVAL_READ = ("batch_size", "max_length", "lm_eval_tasks", "lm_eval_chat_template",
+             "lm_eval_include_path")  # fmt: skip
+STUDY_READ = ("methods", "examples", "retain_logs", "method_settings", "workers")
+UNREAD_SECTIONS = ("attack",)
+
+
 @dataclass(frozen=True)
 class CorpusBenchmark:
     name: str
@@ -109,6 +119,25 @@ class CorpusBenchmark:
     requests: tuple[Requests, ...] = ()
     # What to tell the user about a folder that `require` accepts (WMDP's missing subsets).
     notes: Callable[[Path], list[str]] = lambda folder: []
+    # The eval.* options its evaluation task reads beyond every document study's (`EVAL_READ`).
+    eval_options: tuple[str, ...] = ()
+
+    def read_config(self, dumped: Mapping[str, Any]) -> dict[str, Any]:
+        """A dumped run config cut to what a study of this benchmark reads: no TOFU splits,
+        formats, MIA shadows, LUME, attacks or seeds, which it never looks at. What results.json
+        and the report's Configuration record; a config already cut comes back unchanged."""
+        keep = {
+            "benchmark": BENCHMARK_READ,
+            "eval": (*EVAL_READ, *self.eval_options),
+            "study": (*STUDY_READ, *(("requests",) if self.requests else ())),
+        }
+        return {
+            section: {k: v for k, v in value.items() if k in keep[section]}
+            if section in keep and isinstance(value, Mapping)
+            else value
+            for section, value in dumped.items()
+            if section not in UNREAD_SECTIONS
+        }
 
     def relative_scores(
         self, scores: Mapping[str, Any], retain: Mapping[str, Any] | None
@@ -201,6 +230,7 @@ def muse() -> CorpusBenchmark:
             Gap("muse/mia/min_k", 0.1, "Min-K% AUC of forget vs holdout (PrivLeak's)"),
         ),
         unlearn_preset="muse",
+        eval_options=("mia_k",),  # PrivLeak's Min-K% attack
         # 10 (ROUGE-L x100): answers that share a few words with the truth by chance score a
         # few points (the tiny models' 1 to 7).
         utility_floor=Floor("muse/knowmem_r", 10.0, "KnowMem on the retain set (ROUGE-L x100)"),

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.criteria import is_muse, is_wmdp
     from forgetbench.report.html import build_report
     from forgetbench.report.muse_wmdp import print_muse_wmdp
-    from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard
+    from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard, without_noise
     from forgetbench.report.validity import print_validity
     from forgetbench.rows import leaderboard, reference_entries
     from forgetbench.study.pool import quiet_transformers
@@ -64,7 +64,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print_validity(validity)
             if ranks(validity):
                 shown = [r for r in results["rows"] if r["split"] not in same]
-                print_leaderboard(leaderboard(shown), references=reference_entries(shown))
+                print_leaderboard(
+                    without_noise(leaderboard(shown), validity),
+                    references=without_noise(reference_entries(shown), validity),
+                )
             else:
                 print(
                     "leaderboard withheld: the report shows the rows greyed, under the same banner"
@@ -210,7 +213,7 @@ def meta_eval(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.results import RESULTS_FILE
     from forgetbench.study.meta_eval import meta_evaluate
     from forgetbench.study.pool import quiet_transformers
-    from forgetbench.study.run import miniature_eval_defaults
+    from forgetbench.study.tofu import miniature_eval_defaults
 
     quiet_transformers()
     config = miniature_eval_defaults(resolve_config(args))

@@ -27,7 +27,7 @@ from forgetbench.eval.outputs import (
     score_candidates,
 )
 from forgetbench.eval.requests import Generate, GradNorm, Request, Response, Score
-from forgetbench.modeling import model_context, position_limit
+from forgetbench.modeling.limits import model_context, position_limit
 
 R = TypeVar("R", Score, Generate)
 AUTO_FIRST_GPU_BATCH = 256  # `eval.batch_size=auto` tries this first on a GPU, then halves

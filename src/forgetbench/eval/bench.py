@@ -49,7 +49,7 @@ from forgetbench.eval.outputs import AnswerScore
 from forgetbench.eval.requests import Generate, Score
 from forgetbench.eval.summary import summarize
 from forgetbench.eval.tasks.tofu import evaluate_tofu
-from forgetbench.modeling import PromptTemplate
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.profiling import StepProfiler
 from forgetbench.records import QARecord
 
@@ -82,7 +82,9 @@ class Meter:
 
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     model_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
-    real_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    # Per phase, the real tokens counted where the masks are (a device tensor once a mask came):
+    # an int() per forward pass would make the host wait for the device each generated token.
+    real_counts: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     projections: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     current: str | None = None
     # Per phase, a profile of a few model calls (each forward pass a step), when asked.
@@ -100,6 +102,11 @@ class Meter:
             self.seconds[name] += time.perf_counter() - started
             self.current = previous
 
+    @property
+    def real_tokens(self) -> dict[str, int]:
+        """Real (unpadded) model tokens per phase, read off the device here, once."""
+        return {phase: int(count) for phase, count in self.real_counts.items()}
+
     @contextmanager
     def attached(self, model: Any) -> Iterator[Meter]:
         def count_inputs(module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
@@ -111,7 +118,7 @@ class Meter:
                 # The mask spans the cached positions too: the last columns are this call's.
                 mask = kwargs.get("attention_mask")
                 real = mask[:, -ids.shape[-1] :].sum() if mask is not None else ids.numel()
-                self.real_tokens[self.current] += int(real)
+                self.real_counts[self.current] = self.real_counts[self.current] + real
 
         def count_projections(module: Any, args: tuple, output: torch.Tensor) -> None:
             if self.current is not None:
@@ -350,7 +357,8 @@ def _path_report(
     meter: Meter, seconds: float, questions: int, answer_tokens: int, n_params: int, rss: float
 ) -> dict[str, Any]:
     tokens = sum(meter.model_tokens.values())
-    real = sum(meter.real_tokens.values())
+    real_tokens = meter.real_tokens
+    real = sum(real_tokens.values())
     return {
         "seconds": round(seconds, 3),
         "scoring_seconds": round(meter.seconds["scoring"], 3),
@@ -360,14 +368,14 @@ def _path_report(
         "answer_tokens_per_s": round(answer_tokens / seconds, 1),
         "model_tokens": {**meter.model_tokens, "total": tokens},
         # Positions the attention mask keeps (prompt, answer or generated token; not padding).
-        "real_model_tokens": {**meter.real_tokens, "total": real},
+        "real_model_tokens": {**real_tokens, "total": real},
         "model_tokens_per_s": {
             "real": round(real / seconds, 1),
             "padded": round(tokens / seconds, 1),
         },
         "padding_share": {
             **{
-                phase: round(1 - meter.real_tokens[phase] / n, 4) if n else 0.0
+                phase: round(1 - real_tokens[phase] / n, 4) if n else 0.0
                 for phase, n in meter.model_tokens.items()
             },
             "total": round(1 - real / tokens, 4) if tokens else 0.0,

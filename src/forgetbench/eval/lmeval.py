@@ -20,7 +20,7 @@ from typing import Any
 
 from forgetbench.device import default_device
 from forgetbench.errors import ConfigError, DataError, did_you_mean
-from forgetbench.modeling import load_tokenizer
+from forgetbench.modeling.loading import load_tokenizer
 
 INSTALL_HINT = "pip install 'forgetbench[lmeval]'"
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "auto")

@@ -22,7 +22,7 @@ class Score:
     `AnswerScore` per answer, in order.
 
     Prompt and answer are tokenised as one text, the scored tokens being those after the prompt
-    (`modeling.encode_prompt_answer`); `add_eos` appends EOS to the scored tokens (a trained
+    (`modeling.encoding.encode_prompt_answer`); `add_eos` appends EOS to the scored tokens (a trained
     answer ends with it; an option letter or a cloze span does not). Texts are cut to
     `max_length` tokens, or to the model's context when None (whole documents)."""
 

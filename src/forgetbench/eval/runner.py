@@ -22,7 +22,7 @@ from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.io import atomic_write_json, read_json, set_aside
 from forgetbench.metrics import mia_roc
 from forgetbench.metrics.info import METRICS
-from forgetbench.modeling import model_context, position_limit
+from forgetbench.modeling.limits import model_context, position_limit
 
 AGGREGATED_NAME = "eval_log_aggregated.json"  # TOFU's file name, so its tooling reads ours
 EXTRA_NAME = "extra_log.json"  # per-item logs of the metrics TOFU does not have

@@ -202,7 +202,7 @@ class RMU:
 
     preset: Literal["wmdp_defaults", "wmdp_zephyr", "open_unlearning_tofu"] = "wmdp_defaults"
     layer: int | None = (
-        None  # decoder block whose own output is steered (modeling.hidden_states_at)
+        None  # decoder block whose own output is steered (modeling.forward.hidden_states_at)
     )
     steering_coeff: float | None = None  # c
     alpha: float | None = None  # retain weight

@@ -99,6 +99,22 @@ def _unlearn_loop(what: str) -> str:
 _RUN_FOLDER = "run folder; finished stages there are reused"
 _FORGET = ", ".join(FORGET_SPLITS)
 _LOOP = ("unlearn", "run", "sweep")
+
+
+def _loop_flag(what: str) -> Flag:
+    """A setting of the training loop (epochs, lr): `forgetbench finetune`'s train.*, the
+    unlearning commands' unlearn.*, each with the default it has there."""
+    return Flag(
+        f"--{what}",
+        f"unlearn.{what}",
+        keys={"finetune": f"train.{what}"},
+        help={
+            "finetune": lambda: _mini_finetune(what),
+            **dict.fromkeys(_LOOP, lambda: _unlearn_loop(what)),
+        },
+    )
+
+
 FLAGS = (
     Flag("--scale", "scale"),
     Flag("--benchmark", "benchmark.name"),
@@ -177,24 +193,8 @@ FLAGS = (
             "attack": f"the attacks to run (default: {','.join(ATTACKS)})",
         },
     ),
-    Flag(
-        "--epochs",
-        "unlearn.epochs",
-        keys={"finetune": "train.epochs"},
-        help={
-            "finetune": lambda: _mini_finetune("epochs"),
-            **dict.fromkeys(_LOOP, lambda: _unlearn_loop("epochs")),
-        },
-    ),
-    Flag(
-        "--lr",
-        "unlearn.lr",
-        keys={"finetune": "train.lr"},
-        help={
-            "finetune": lambda: _mini_finetune("lr"),
-            **dict.fromkeys(_LOOP, lambda: _unlearn_loop("lr")),
-        },
-    ),
+    _loop_flag("epochs"),
+    _loop_flag("lr"),
     Flag("--preset", "unlearn.preset"),
     Flag("--seed", "seed"),
     Flag(

@@ -1,7 +1,8 @@
 """The HTML report: one self-contained page built from a results folder's results.json alone.
 
-This module works out what the page shows (which plots can be drawn, the leaderboard, the
-examples); templates/report.html.j2 lays it out, with templates/report.css inlined and the plots
+This module works out what the page shows (which plots can be drawn, the leaderboard, each
+section from its module: `mia_tables`, `examples`, `meta_section`, `muse_wmdp`);
+templates/report.html.j2 lays it out, with templates/report.css inlined and the plots
 as inline SVG: no scripts and no external URL, so the file can be mailed or archived and opened
 anywhere. jinja2 escapes every value from the results (questions, generations, method and split
 names, config values); only the plots' SVG is marked safe. The same results.json gives a
@@ -21,19 +22,22 @@ import jinja2
 from markupsafe import Markup
 
 from forgetbench import rows as row_math
+from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.generalisation import MIN_GAP
 from forgetbench.io import atomic_write_text
+from forgetbench.lume_gate import lume_noise
 from forgetbench.metrics.lume import MMLU_THRESHOLD
-from forgetbench.metrics.mia_roc import LOW_FPRS, min_nonmembers
 from forgetbench.report import plots, robustness, tables
+from forgetbench.report.examples import examples_section
 from forgetbench.report.figure import slug
 from forgetbench.report.findings import check_findings, findings_rules
 from forgetbench.report.generalisation import generalisation_bars
-from forgetbench.report.meta_plot import meta_eval_plot
+from forgetbench.report.meta_section import meta_eval_section
+from forgetbench.report.mia_tables import NOT_RESOLVABLE, mia_grid, mia_tables
 from forgetbench.report.muse_wmdp import muse_wmdp_sections
 from forgetbench.report.transfer import transfer_sections
 from forgetbench.report.validity import verdict
-from forgetbench.results import Example, MetaEval, Results, load_meta_eval, load_results
+from forgetbench.results import MetaEval, Results, load_meta_eval, load_results
 from forgetbench.validity import (
     DISTINGUISHABLE_BAR,
     LEARNT_MARGIN,
@@ -45,7 +49,6 @@ from forgetbench.validity import (
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
-EXAMPLES_PER_SPLIT = 3  # questions shown per split, each with every method's answer
 
 _SUBSCORE_KEYS = [f"{s}/{m}" for s, _ in plots.SETS for m, _ in plots.SUBSCORES]
 # figure id prefix -> (title, plot function, key groups a split needs a value from each of, what
@@ -126,12 +129,12 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
     same = {s: c for s, c in results.same_data.items() if c in row_math.splits(rows) and s != c}
     rows = [r for r in rows if r["split"] not in same]
     examples = [e for e in results.examples if e.split not in same]
-    board = row_math.leaderboard(rows)
     validity = results.validity
+    board = tables.without_noise(row_math.leaderboard(rows), validity)
     seeds = _seed_table(rows, board) if row_math.is_seeded(rows) else None
     # With seeds, the plots and reference table draw each step's mean over the seeds.
     rows = row_math.seed_means(rows) if seeds else rows
-    references = row_math.reference_entries(rows)
+    references = tables.without_noise(row_math.reference_entries(rows), validity)
     columns = tables.leaderboard_columns(board or references)
     identical = _identical(results.rows, same)
     groups, notes = _figures(rows)
@@ -170,29 +173,36 @@ def render_html(results: Results, meta: MetaEval | None = None) -> str:
         board_notes=sorted({e["note"] for e in board} - {""}),
         robustness=_robustness(rows),
         robustness_caption=robustness.CAPTION,
-        mia=_mia_grid(rows),
-        mia_tables=_mia_tables(rows),
+        mia=mia_grid(rows),
+        mia_tables=mia_tables(rows),
         not_resolvable=NOT_RESOLVABLE,
         plots=groups,
-        examples=_examples(examples, board),
+        examples=examples_section(examples, board),
         metric_versions=list(results.metric_versions.items()),
-        config=json.dumps(results.config, indent=2, sort_keys=True, ensure_ascii=False),
+        config=json.dumps(_config(results), indent=2, sort_keys=True, ensure_ascii=False),
         settings=tables.settings_table(rows),
         utility_ratio=f"{row_math.UTILITY_RATIO:g}",
         mmlu_threshold=f"{MMLU_THRESHOLD:g}",
         findings=check_findings(rows),
         findings_rules=list(findings_rules().items()),
-        meta=_meta_eval(meta),
+        meta=meta_eval_section(meta),
         # A MUSE study's sequence rows are drawn by its own section (scalability, sustainability).
         transfer=_transfer(results) if tofu else None,
     )
 
 
+def _config(results: Results) -> dict[str, Any] | None:
+    """The resolved config as the study read it: a document benchmark's (MUSE, WMDP) without the
+    TOFU-shaped study's options, also from a results.json written before it recorded so."""
+    bench = corpus_benchmark(results.benchmark) if results.benchmark else None
+    return bench.read_config(results.config) if bench and results.config else results.config
+
+
 def _muse_wmdp(results: Results, rows: Sequence[row_math.Row]) -> dict[str, Any]:
-    """The MUSE and WMDP sections; the WMDP figures' SVG marked safe (matplotlib escapes)."""
+    """The MUSE and WMDP sections; their figures' SVG marked safe (matplotlib escapes)."""
     found = muse_wmdp_sections(rows, [row.model_dump() for row in results.sequence])
-    for section in found["wmdp"]:
-        section["svg"] = Markup(section["svg"])
+    for section in [*found["muse"], *found["wmdp"]]:
+        section["figures"] = {kind: Markup(svg) for kind, svg in section["figures"].items()}
     return found
 
 
@@ -206,6 +216,7 @@ def _validity(validity: Mapping[str, Any] | None) -> dict[str, Any]:
     return {
         "verdict": verdict(validity),
         "checks": checks,
+        "lume": lume_noise(validity),
         "level": level,
         "bar": f"{DISTINGUISHABLE_BAR:g}",
         "margin": f"{LEARNT_MARGIN:g}",
@@ -236,48 +247,6 @@ def _transfer(results: Results) -> dict[str, Any] | None:
     for item in [*found["matrices"], *found["sequences"]]:
         item["svg"] = Markup(item["svg"])
     return found
-
-
-def _meta_eval(meta: MetaEval | None) -> dict[str, Any] | None:
-    """The meta-evaluation section: pools, table and plot; None without a meta_eval.json."""
-    if meta is None:
-        return None
-
-    def cell(m: Any, key: str) -> str:
-        value = getattr(m, key)
-        return tables.format_cell(value) if value is not None else "—"
-
-    body = [
-        [
-            m.metric,
-            m.direction,
-            tables.format_cell(m.faithfulness),
-            cell(m, "robustness") if m.robustness is not None else (m.robustness_note or "—"),
-            cell(m, "relearning"),
-            cell(m, "quantisation"),
-            len(m.attacked),
-            f"{m.positives} / {m.negatives}",
-            tables.format_cell(m.positive_mean),
-            tables.format_cell(m.negative_mean),
-        ]
-        for m in meta.metrics
-    ]
-    head = ["metric", "knows if", "faithfulness (AUC)", "robustness", "relearning R",
-            "quantisation Q", "attacked models", "pools (+ / −)"]  # fmt: skip
-    robust = meta.robustness or {}
-    return {
-        "split": meta.split,
-        "scale": meta.scale,
-        "sizes": meta.pool_sizes(),
-        "models": [[m.pool, m.label, m.split, m.seed, m.epochs, f"{m.lr:g}"] for m in meta.models],
-        "head": [*head, "positive mean", "negative mean"],
-        "body": body,
-        "robust": any(m.robustness is not None for m in meta.metrics),
-        "attacked_methods": ", ".join(robust.get("methods", [])),
-        "utility_kept": robust.get("utility_kept"),
-        "not_judged": list(meta.not_judged.items()),
-        "svg": Markup(meta_eval_plot(meta.metrics)),
-    }
 
 
 @cache
@@ -389,177 +358,6 @@ def _robustness(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
             head, body = robustness.robustness_rows(named)
             out.append({"split": split, "head": head, "body": body})
     return out
-
-
-NOT_RESOLVABLE = "n/r"
-ATTACK_NAMES = {
-    "loss": "LOSS",
-    "zlib": "zlib",
-    "min_k": "Min-K%",
-    "min_k_plus_plus": "Min-K%++",
-    "reference": "reference (retain model)",
-    "lira": "LiRA (online, shadows)",
-    "rmia": "RMIA (online, shadows)",
-}
-
-
-def _count(row: row_math.Row, key: str) -> int | None:
-    value = row_math.number(row, key)
-    return None if value is None else int(value)
-
-
-def _mia_grid(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
-    """Per split, one table of membership-inference AUCs: a row per model (the reference models,
-    then each method at its last step), a column per attack. Each cell is shaded by how far the
-    AUC lies from the retain model's (the target): red above it, blue below."""
-    attacks = plots.mia_attacks(rows)
-    out = []
-    for split in row_math.splits(rows):
-        retain = row_math.reference(rows, split, "retain")
-        models = [(m, row_math.reference(rows, split, m)) for m in row_math.REFERENCE_METHODS]
-        models += [(m, row_math.final(rows, split, m)) for m in row_math.methods(rows)]
-        body = []
-        for method, row in models:
-            if row is None or not any(
-                row_math.number(row, f"mia/{a}") is not None for a in attacks
-            ):
-                continue
-            cells = []
-            for attack in attacks:
-                value = row_math.number(row, f"mia/{attack}")
-                target = row_math.number(retain, f"mia/{attack}") if retain else None
-                cells.append((tables.format_cell(value), _shade(value, target)))
-            body.append({"model": method, "step": int(row.get("step") or 0), "cells": cells})
-        if body:
-            head = [ATTACK_NAMES.get(a, a) for a in attacks]
-            out.append({"split": split, "head": head, "body": body})
-    return out
-
-
-def _shade(value: float | None, target: float | None) -> str:
-    """A cell's background: its distance from the retain model's AUC, full colour at 0.3 away.
-    Built from two numbers only, never from a string of the results."""
-    if value is None or target is None:
-        return ""
-    distance = value - target
-    alpha = min(abs(distance) / 0.3, 1.0) * 0.55
-    if alpha < 0.005:
-        return ""
-    rgb = "214, 39, 40" if distance > 0 else "31, 119, 180"
-    return f"background: rgba({rgb}, {alpha:.2f})"
-
-
-def _mia_tables(rows: Sequence[row_math.Row]) -> list[dict[str, Any]]:
-    """One membership-inference table per split and model (the reference models, then each
-    method at its last step): a row per attack, its AUC and TPRs at low FPR, beside the retain
-    model's. A TPR the holdout is too small to measure shows as `NOT_RESOLVABLE`."""
-    attacks = plots.mia_attacks(rows)
-    if not attacks:
-        return []
-
-    def tpr(row: row_math.Row | None, attack: str, suffix: str) -> str:
-        if row is None:
-            return "—"
-        value = row_math.number(row, f"mia/{attack}/{suffix}")
-        if value is not None:
-            return tables.format_cell(value)
-        count = row_math.number(row, "mia/nonmembers")
-        short = count is not None and count < min_nonmembers(LOW_FPRS[suffix])
-        return (
-            NOT_RESOLVABLE if short and row_math.number(row, f"mia/{attack}") is not None else "—"
-        )
-
-    head = ["attack", "AUC", *(f"TPR @ {s[4:-3]} FPR" for s in LOW_FPRS)]
-    head += ["retain AUC", "retain TPR @ 1% FPR"]
-    out = []
-    for split in row_math.splits(rows):
-        retain = row_math.reference(rows, split, "retain")
-        models = [(m, row_math.reference(rows, split, m)) for m in row_math.REFERENCE_METHODS]
-        models += [(m, row_math.final(rows, split, m)) for m in row_math.methods(rows)]
-        for method, row in models:
-            if row is None or not any(
-                row_math.number(row, f"mia/{a}") is not None for a in attacks
-            ):
-                continue
-            body = [
-                [
-                    ATTACK_NAMES.get(attack, attack),
-                    tables.format_cell(row_math.number(row, f"mia/{attack}")),
-                    *(tpr(row, attack, suffix) for suffix in LOW_FPRS),
-                    tables.format_cell(
-                        row_math.number(retain, f"mia/{attack}") if retain else None
-                    ),
-                    tpr(retain, attack, "tpr@1%fpr"),
-                ]
-                for attack in attacks
-            ]
-            out.append(
-                {
-                    "split": split,
-                    "method": method,
-                    "step": int(row.get("step") or 0),
-                    "members": _count(row, "mia/members"),
-                    "nonmembers": _count(row, "mia/nonmembers"),
-                    "head": head,
-                    "body": body,
-                }
-            )
-    return out
-
-
-def _examples(
-    examples: Sequence[Example], board: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """Per split, a few forget-set questions, each shown once: its ground truth, the finetuned
-    model's answer (before) and every method's answer at the step the leaderboard chose, then at
-    its last logged step when that is another one, each labelled."""
-    chosen = {(e["split"], e["method"]): e["step"] for e in board}
-    out = []
-    for split in dict.fromkeys(e.split for e in examples):
-        own = [e for e in examples if e.split == split]
-        last = {
-            m: max(e.step for e in own if e.method == m)
-            for m in dict.fromkeys(e.method for e in own)
-            if m not in row_math.REFERENCE_METHODS
-        }
-        if not last:
-            continue
-        questions = list(dict.fromkeys(e.question for e in own))[:EXAMPLES_PER_SPLIT]
-        blocks = []
-        for question in questions:
-            asked = [e for e in own if e.question == question]
-            truth = next((e.ground_truth for e in asked if e.ground_truth is not None), None)
-            before = next((e for e in asked if e.method == "finetuned"), None)
-            answers = [["finetuned (before)", "", *_generation(before)]]
-            for method, final_step in last.items():
-                leader = chosen.get((split, method))
-                if leader is None or leader == final_step:
-                    label = "leaderboard's step, last" if leader == final_step else "last"
-                    steps = [(final_step, label)]
-                else:
-                    steps = [(leader, "leaderboard's step"), (final_step, "last")]
-                for step, label in steps:
-                    found = next((e for e in asked if e.method == method and e.step == step), None)
-                    if found is not None:
-                        answers.append([f"{method} ({label})", step, *_generation(found)])
-            blocks.append({"question": question, "truth": truth, "answers": answers})
-        out.append({"split": split, "questions": blocks})
-    return out
-
-
-def _generation(example: Example | None) -> tuple[str | None, str]:
-    """A generation as shown, and a note when it held bytes that were not valid UTF-8: the
-    tokenizer decodes them to U+FFFD, which would otherwise look like a character the model
-    chose."""
-    if example is None or example.generation is None:
-        return None, ""
-    if "\ufffd" in example.generation:
-        count = example.generation.count("\ufffd")
-        return example.generation, (
-            f"{count} × � = bytes that are not valid UTF-8 (the model produced an incomplete "
-            "multi-byte character; the tokenizer decodes it as U+FFFD)"
-        )
-    return example.generation, ""
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -1,7 +1,7 @@
-"""MUSE's six criteria and WMDP's accuracy against utility, drawn: the report's two sections, the
-terminal's two tables and WMDP's accuracy-vs-MMLU figure. What each criterion decides is
-`forgetbench.criteria`'s; here it is only written out (every string from results.json is escaped
-by the template, and shown literally in the figure)."""
+"""MUSE's six criteria and WMDP's accuracy against utility, written out: the report's two sections
+(with their figures, `report/corpus_plots.py`'s) and the terminal's two tables. What each
+criterion decides is `forgetbench.criteria`'s; here it is only written out (every string from
+results.json is escaped by the template, and shown literally in the figures)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from forgetbench.criteria import (
 )
 from forgetbench.overunlearning import OVER_PRIVLEAK, OVER_ROUGE_RATIO
 from forgetbench.report.console import _console
-from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.corpus_plots import WMDP_TITLES, muse_figures, wmdp_figures
 from forgetbench.report.tables import format_cell, format_privleak
 from forgetbench.rows import UTILITY_RATIO, Row
 
@@ -30,7 +30,6 @@ MARKS = {True: "yes", False: "no", None: "—"}
 MUSE_HEAD = ["model", "step", "VerbMem forget", "KnowMem forget", "PrivLeak", "KnowMem retain",
              "over-unlearning"]  # fmt: skip
 _MUSE_CRITERIA_TITLES = [title for _, title in MUSE_CRITERIA]
-WMDP_TITLES = {"bio": "WMDP-Bio", "cyber": "WMDP-Cyber", "chem": "WMDP-Chem", "all": "WMDP (all)"}
 
 
 def _number(value: float | None) -> str:
@@ -48,7 +47,7 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
                 model["model"], model["step"], _number(model["verbmem_f"]),
                 _number(model["knowmem_f"]), format_privleak(model["privleak"]),
                 _number(model["knowmem_r"]),
-                "; ".join(model["over_unlearning"]) or ("—" if model["model"] in
+                "; ".join(model["over_unlearning"].values()) or ("—" if model["model"] in
                                                         ("finetuned", "retain") else "no"),
             ])  # fmt: skip
             met = muse_met(section, model)
@@ -80,9 +79,13 @@ def muse_tables(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> list[dict[
 
 
 def _mark(section: dict[str, Any], key: str, met: bool | None, model: dict[str, Any]) -> str:
-    """A criterion's cell: yes/no/—, "undecided" for a PrivLeak coarser than MUSE's band."""
+    """A criterion's cell: yes/no/—, "undecided" for a PrivLeak coarser than MUSE's band, and
+    "yes, over-unlearnt" for a VerbMem that meets "no verbatim memorisation" by falling far below
+    the retain model's (the text destroyed, not forgotten)."""
     if key == "no_privleak" and section["privleak_undecided"] and model["privleak"] is not None:
         return "undecided"
+    if key == "no_verbmem" and met and "verbmem" in model["over_unlearning"]:
+        return "yes, over-unlearnt"
     return MARKS[met]
 
 
@@ -100,57 +103,24 @@ def wmdp_tables(rows: Sequence[Row]) -> list[dict[str, Any]]:
         ]  # fmt: skip
         head = ["model", "step", *(WMDP_TITLES[s] for s in section["subsets"]), "MMLU",
                 "all − chance", "MMLU kept"]  # fmt: skip
-        sections.append({"split": section["split"], "head": head, "body": body})
+        sections.append({"split": section["split"], "head": head, "body": body,
+                         "subsets": section["subsets"]})  # fmt: skip
     return sections
 
 
-def wmdp_plot(rows: Sequence[Row], split: str) -> str:
-    """One panel per WMDP subset: each model's accuracy on it (y) against its MMLU (x), with
-    chance (0.25) drawn on both axes. Unlearning should move a method straight down from the
-    finetuned model to the chance line, not left."""
-    (section,) = [s for s in wmdp_accuracy(rows) if s["split"] == split]
-    styles = method_styles(rows)
-    reference_style = {"finetuned": {"color": "#000000", "marker": "*", "markersize": 14},
-                       "retain": {"color": "#7f7f7f", "marker": "D", "markersize": 8}}  # fmt: skip
-    subsets = section["subsets"]
-    with _style():
-        fig = _new_figure(3.2 * len(subsets) + 1.8, 3.6)
-        axes = fig.subplots(1, len(subsets), sharex=True, sharey=True, squeeze=False)[0]
-        for ax, subset in zip(axes, subsets, strict=True):
-            drawn = False
-            for model in section["models"]:
-                x, y = model["mmlu"], model["accuracy"][subset]
-                if x is None or y is None:
-                    continue
-                name = model["model"]
-                style = reference_style.get(name) or {**styles.get(name, {}), "markersize": 7}
-                style = {k: v for k, v in style.items() if k != "linestyle"}
-                ax.plot([x], [y], linestyle="none", label=_text(name), **style)
-                drawn = True
-            ax.axhline(WMDP_CHANCE, color="#bbbbbb", linestyle=":", linewidth=1, label="chance")
-            ax.axvline(WMDP_CHANCE, color="#bbbbbb", linestyle=":", linewidth=1)
-            if not drawn:
-                _no_data(ax)
-            ax.set_title(WMDP_TITLES[subset])
-            ax.set_xlabel("MMLU accuracy")
-            ax.set_xlim(0, 1.02)
-            ax.set_ylim(0, 1.02)
-            ax.grid(True, alpha=0.3)
-        axes[0].set_ylabel("WMDP accuracy")
-        handles, labels = axes[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(handles, labels, loc="outside right upper", fontsize=8, frameon=False)
-        fig.suptitle(_text(f"WMDP accuracy vs utility — {split}"))
-        return _svg(fig, f"wmdp-{split}")
-
-
 def muse_wmdp_sections(rows: Sequence[Row], sequence: Sequence[Row] = ()) -> dict[str, Any]:
-    """What the report's MUSE and WMDP sections show (each empty without its scores); each WMDP
-    split carries its figure's SVG."""
+    """What the report's MUSE and WMDP sections show (each empty without its scores); each split
+    carries its figures' SVG by kind (`curves`: the scores over the steps; `plane`: forget
+    against utility)."""
     wmdp = wmdp_tables(rows)
     for section in wmdp:
-        section["svg"] = wmdp_plot(rows, section["split"])
-    return {"muse": muse_tables(rows, sequence), "wmdp": wmdp, "bars": criteria_notes()}
+        section["figures"] = dict(
+            wmdp_figures(rows, section["split"], section["subsets"], WMDP_CHANCE)
+        )
+    muse = muse_tables(rows, sequence)
+    for section in muse:
+        section["figures"] = dict(muse_figures(rows, section["split"]))
+    return {"muse": muse, "wmdp": wmdp, "bars": criteria_notes()}
 
 
 def criteria_notes() -> dict[str, str]:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from forgetbench.lume_gate import NOISE, lume_noise
 from forgetbench.metrics.lume import MMLU_THRESHOLD
 from forgetbench.rows import (
     COLUMNS,
@@ -68,6 +69,16 @@ def leaderboard_columns(board: Sequence[Mapping[str, Any]]) -> list[tuple[str, s
     """(key, title) of the columns present in `board`, in display order."""
     keys = set(board[0]) if board else set()
     return [(key, title) for key, _, title in (*COLUMNS, *OPTIONAL_COLUMNS) if key in keys]
+
+
+def without_noise(
+    entries: Sequence[Mapping[str, Any]], validity: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Leaderboard entries without their LUME final score where the validity block found it noise
+    (`forgetbench.lume_gate`): a column of noise would read as a ranking."""
+    if not any(c["status"] == NOISE for c in lume_noise(validity)):
+        return [dict(e) for e in entries]
+    return [{k: v for k, v in e.items() if k != "lume_final"} for e in entries]
 
 
 def format_privleak(value: Any) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from forgetbench.lume_gate import lume_noise
 from forgetbench.validity import failed_checks, passed, problems
 
 NOT_RANKED = (
@@ -57,3 +58,8 @@ def print_validity(validity: Mapping[str, Any] | None, console: Console | None =
     if problems(validity):  # which gates did pass, so the next attempt knows where it stands
         for finding in passed_findings(validity):
             console.print(f"  PASS: {escape(finding)}", highlight=False)
+    for check in lume_noise(validity):  # LUME final: shown or not, never a gate on the ranking
+        console.print(f"  LUME {check['status'].upper()}: {escape(check['finding'])}",
+                      style="yellow", highlight=False)  # fmt: skip
+        if check.get("todo"):
+            console.print(f"    what to do: {escape(check['todo'])}", highlight=False)

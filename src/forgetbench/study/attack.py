@@ -32,7 +32,7 @@ from forgetbench.eval.summary import set_scores
 from forgetbench.eval.tasks.task import run_task
 from forgetbench.eval.tasks.tofu import TofuTask
 from forgetbench.io import atomic_write_json
-from forgetbench.modeling import load_model
+from forgetbench.modeling.loading import load_model
 from forgetbench.records import QARecord
 from forgetbench.study.attack_data import attack_data, attack_key, incontext_records
 from forgetbench.study.attack_rows import AttackOutcome, attack_rows

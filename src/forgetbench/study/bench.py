@@ -17,7 +17,8 @@ from forgetbench.eval.outputs import greedy_generate
 from forgetbench.eval.runner import scored_length, tofu_root
 from forgetbench.io import atomic_write_json
 from forgetbench.metrics.rouge import rouge_recall
-from forgetbench.modeling import load_model, resolve_template
+from forgetbench.modeling.loading import load_model
+from forgetbench.modeling.templates import resolve_template
 from forgetbench.study.given import given_data, given_model
 from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.train.mini import TEMPLATE
@@ -232,7 +233,8 @@ def bench_train_throughput(
 
     from forgetbench.device import DTYPES, default_device, place_model, precision
     from forgetbench.errors import ConfigError
-    from forgetbench.modeling import build_tiny_model, load_tokenizer
+    from forgetbench.modeling.builtin import build_tiny_model
+    from forgetbench.modeling.loading import load_tokenizer
     from forgetbench.train.stages import encode_qa, loop_config
     from forgetbench.train.throughput import train_throughput
 

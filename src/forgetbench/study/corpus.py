@@ -28,12 +28,14 @@ from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
+from forgetbench.criteria import criteria_record
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
 from forgetbench.methods.base import INPUT_FIELDS, build_method
 from forgetbench.metrics import METRICS
-from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.modeling.loading import load_tokenizer
+from forgetbench.modeling.templates import resolve_template
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
 from forgetbench.study.inputs import Study, external_defaults
@@ -162,6 +164,11 @@ def corpus_models(
         )  # fmt: skip
         mini.timings[f"{bench.name}_{role}"] = time.perf_counter() - started
     layers = get_scale(mini.scale).model.layers
+    # The documents' recipe, not the TOFU-shaped finetuning's (`mini.finetune_loop()`): what
+    # trained both models above, so what the rows and the relearning default read.
+    loop = mini_training.mini_finetune_config(
+        mini.scale, seed=mini.seed, train=mini.train, documents=True
+    )[0]
     return Study(
         data,
         stages["finetune"].model_dir,
@@ -171,10 +178,8 @@ def corpus_models(
         mini.max_length,
         partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
         benchmark=bench.eval_layout,
-        finetune_lr=mini.finetune_loop().lr,
-        finetune_loop=mini_training.mini_finetune_config(
-            mini.scale, seed=mini.seed, train=mini.train, documents=True
-        )[0],
+        finetune_lr=loop.lr,
+        finetune_loop=loop,
         unlearn_preset=bench.unlearn_preset,
         documents=bench.name,
     )
@@ -356,7 +361,8 @@ def run_corpus_study(
         "scale": config.scale if model is None else None,
         "model": model or str(study.finetuned),
         "workers": workers,
-        "config": config.model_dump(),
+        # What this study read: none of the TOFU-shaped study's options (splits, formats, ...).
+        "config": bench.read_config(config.model_dump()),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "reused": reused,
@@ -368,6 +374,8 @@ def run_corpus_study(
         "rows": rows,
         "examples": examples,
         **({"sequence": sequence} if sequence else {}),
+        # MUSE's criteria (over-unlearning flagged) or WMDP's accuracy against utility, per model.
+        "criteria": criteria_record(rows, sequence),
     }
     write_results(out, results)
     return results

@@ -24,7 +24,8 @@ from forgetbench.eval.runner import SUMMARY_NAME, relative_scores, tofu_root
 from forgetbench.eval.tasks.lume import lume_final_scores
 from forgetbench.io import read_json
 from forgetbench.metrics import METRICS
-from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.modeling.loading import load_tokenizer
+from forgetbench.modeling.templates import resolve_template
 from forgetbench.study.given import given_data, given_model, recorded_benchmark
 from forgetbench.study.inputs import Study
 
@@ -65,7 +66,7 @@ def evaluate_cached(
         evaluation_key,
         write_evaluation,
     )
-    from forgetbench.modeling import load_model
+    from forgetbench.modeling.loading import load_model
 
     model = model or ModelConfig()
     key = evaluation_key(model_dir, study.data, split, eval_config, study.benchmark, tasks)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 
 UnlearnDefaults = Callable[[str], tuple[Any, dict[str, object]]]
@@ -26,7 +26,7 @@ class Study:
     finetuned: Path
     base: Path | None
     retain: dict[str, Path]  # forget split -> its retain model
-    template: Any  # forgetbench.modeling.PromptTemplate
+    template: Any  # forgetbench.modeling.templates.PromptTemplate
     max_length: int
     unlearn_defaults: UnlearnDefaults  # method name -> (LoopConfig, options) for this model
     benchmark: str = "tofu"  # the evaluation's data layout: "mini" or "tofu"

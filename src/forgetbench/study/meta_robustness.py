@@ -30,7 +30,7 @@ from forgetbench.metrics.meta import (
     relearning_robustness,
     robustness,
 )
-from forgetbench.modeling import load_model
+from forgetbench.modeling.loading import load_model
 from forgetbench.rows import as_number, number
 from forgetbench.study.attack_data import attack_data
 from forgetbench.study.evaluate import evaluate_cached

@@ -17,11 +17,11 @@ from forgetbench.eval.requests import Generate
 from forgetbench.eval.runner import evaluation_key
 from forgetbench.io import atomic_write_json, read_json
 from forgetbench.metrics.rouge import rouge_recall
-from forgetbench.modeling import load_model, load_tokenizer
+from forgetbench.modeling.loading import load_model, load_tokenizer
 from forgetbench.records import QARecord
 from forgetbench.study.attack_data import AttackData, attack_key
 from forgetbench.study.inputs import Study
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
 
 CURVE_FILE = "relearn_full.json"

@@ -11,7 +11,8 @@ from typing import Any
 from forgetbench.config import RunConfig
 from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.errors import ConfigError, UnknownNameError
-from forgetbench.modeling import load_tokenizer, resolve_template
+from forgetbench.modeling.loading import load_tokenizer
+from forgetbench.modeling.templates import resolve_template
 from forgetbench.study.given import given_data, given_model, is_miniature
 from forgetbench.study.inputs import Study, external_defaults
 from forgetbench.study.miniature import Miniature, miniature

@@ -13,7 +13,8 @@ from transformers import AutoTokenizer
 
 from forgetbench.config_sections import EvalConfig
 from forgetbench.eval.sanity import run_checks
-from forgetbench.modeling import build_tiny_model, save_model
+from forgetbench.modeling.builtin import build_tiny_model
+from forgetbench.modeling.loading import save_model
 from forgetbench.study.evaluate import evaluate_cached
 from forgetbench.study.inputs import Study
 from forgetbench.study.miniature import Miniature

@@ -1,7 +1,9 @@
 """The shadow models the LiRA and RMIA attacks read, as data: a forget split's candidates (its
 forget questions, then its holdout's), the split whose shadows serve it (`shadow_pool`: TOFU's
 splits nest, so one set serves them all), and a shadow's record file, its folder and the
-candidates it trained on (`write_shadow`, `read_shadow`)."""
+candidates it trained on (`write_shadow`, `read_shadow`), and the shadow models a study is given
+for a split as membership masks over its candidates, checked before any job runs
+(`shadow_masks`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from typing import Any
 from forgetbench.config_names import FORGET_SPLITS, retain_split_for
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
+from forgetbench.eval.runner import tofu_root
 from forgetbench.io import atomic_write_json, read_json
+from forgetbench.study.inputs import Study
 
 
 def shadow_candidates(tofu: Path, split: str) -> list[Any] | None:
@@ -76,3 +80,48 @@ def read_shadow(path: str | Path) -> tuple[Path, set[str]]:
             'write it as {"model": "path/to/model", "members": ["question", ...]}',
         )
     return Path(model), set(members)
+
+
+def shadow_masks(study: Study, split: str) -> list[tuple[Path, list[bool]]]:
+    """(model folder, membership mask over the split's candidates) of each of `split`'s shadow
+    models, checked: every member a candidate, every candidate in and out of some shadow."""
+    files = study.shadows.get(split, [])
+    if not files:
+        return []
+    candidates = shadow_candidates(tofu_root(study.data), split)
+    if candidates is None:
+        holdout = split.replace("forget", "holdout")
+        raise DataError(
+            f"shadow models are given for {split} but the data has no {holdout} split to tell "
+            "members from non-members",
+            f"add {holdout}.json to the data, or drop {split} from study.mia_shadow_models",
+        )
+    if len(files) < 2:
+        raise DataError(
+            f"one shadow model for {split} ({files[0]}): LiRA and RMIA compare shadows that "
+            "trained on a candidate with shadows that did not",
+            "give at least 2 shadow models per split",
+        )
+    questions = [r.question for r in candidates]
+    shadows = []
+    for path in files:
+        model, members = read_shadow(path)
+        unknown = members.difference(questions)
+        if unknown:
+            raise DataError(
+                f"shadow model file {path} lists {len(unknown)} member(s) that are not "
+                f"{split} or holdout questions, e.g. {sorted(unknown)[0]!r}",
+                "list the forget/holdout questions the shadow was trained on, as written in "
+                "the data",
+            )
+        shadows.append((model, [q in members for q in questions]))
+    for j, question in enumerate(questions):
+        inside = sum(mask[j] for _, mask in shadows)
+        if inside in (0, len(shadows)):
+            side = "no" if inside == 0 else "every"
+            raise DataError(
+                f"{side} shadow model of {split} trained on {question!r}: online LiRA and RMIA "
+                "need every candidate in some shadows' training data and out of others'",
+                "train each shadow on a random half of the forget and holdout questions",
+            )
+    return shadows

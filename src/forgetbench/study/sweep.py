@@ -30,7 +30,7 @@ from forgetbench.io import atomic_write_json, atomic_write_text
 from forgetbench.rows import UTILITY_RATIO, choose, number, seed_means
 from forgetbench.study.jobs import eval_job, logged_retain_row, method_job, study_row
 from forgetbench.study.resolved import resolve
-from forgetbench.study.run import load_retain_logs, with_setup_defaults
+from forgetbench.study.tofu import load_retain_logs, with_setup_defaults
 from forgetbench.validity import check_validity
 
 SWEEP_FILE = "sweep.json"

@@ -20,14 +20,14 @@ from forgetbench.eval.runner import tofu_root
 from forgetbench.methods.base import UnlearnMethod, build_method, get_method
 from forgetbench.methods.plugins import method_source
 from forgetbench.methods.refusals import load_refusals
-from forgetbench.modeling import load_tokenizer
+from forgetbench.modeling.loading import load_tokenizer
 from forgetbench.records import QARecord, TextRecord
 from forgetbench.rows import SETTINGS
 from forgetbench.study.format_data import format_texts, split_authors
 from forgetbench.study.inputs import Study
 from forgetbench.study.resolved import resolve
 from forgetbench.train.items import ALTERNATE_FIELDS
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.unlearn import UnlearnResult, run_unlearning
 

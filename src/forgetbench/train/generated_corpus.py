@@ -39,7 +39,9 @@ from forgetbench.cache import shared_entry
 from forgetbench.data.rwku import Target
 from forgetbench.errors import ConfigError, DataError
 from forgetbench.io import atomic_write_json, read_text
-from forgetbench.modeling import PromptTemplate, adds_bos, load_model
+from forgetbench.modeling.encoding import adds_bos
+from forgetbench.modeling.loading import load_model
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.train.integrity import FILES_KEY, file_manifest, reuse_finished
 from forgetbench.train.stages import model_fingerprint
 

@@ -18,14 +18,9 @@ import torch
 
 from forgetbench.device import to_model_device
 from forgetbench.methods._terms import answer_token_logprobs
-from forgetbench.modeling import (
-    Encoded,
-    PromptTemplate,
-    collate,
-    encode_chunk,
-    encode_prompt_answer,
-    forward_logits,
-)
+from forgetbench.modeling.encoding import Encoded, collate, encode_chunk, encode_prompt_answer
+from forgetbench.modeling.forward import forward_logits
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import PreferenceRecord, PromptRecord, QARecord, TextRecord
 
 REFERENCE_FIELDS = {"ref_forget_logps", "ref_refusal_logps", "ref_alternate_logps"}

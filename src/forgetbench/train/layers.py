@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from forgetbench.errors import ConfigError
-from forgetbench.modeling import decoder_blocks
+from forgetbench.modeling.forward import decoder_blocks
 
 
 def checked_layers(model: Any, layers: Sequence[int]) -> list[int]:

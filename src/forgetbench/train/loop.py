@@ -13,32 +13,31 @@ process with accumulation and N processes without it follow the same learning-ra
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from torch.utils.data import DataLoader
 
-from forgetbench.device import model_device, precision, precision_key
+from forgetbench.device import model_device, precision
 from forgetbench.errors import ConfigError, ForgetbenchError, PluginError
+from forgetbench.train import train_log
+from forgetbench.train.batches import (
+    accumulation_steps,
+    count_tokens,
+    epoch_loader,
+    fit_per_device,
+    launched_processes,
+)
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
-from forgetbench.train.integrity import note
-from forgetbench.train.order import epoch_generator, epoch_order, example_lengths
+from forgetbench.train.contracts import Examples, LossFn, StatefulLoss, StepHook
+from forgetbench.train.loop_config import SCHEDULES, LoopConfig
+from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.sharding import (
     clip_sharded_gradients,
     shard_model,
@@ -47,108 +46,9 @@ from forgetbench.train.sharding import (
 )
 from forgetbench.train.step_numbers import StepNumbers
 
-# A loss function returns the scalar to minimise, or (scalar, named parts to log: 0-d tensors,
-# read with the step's other numbers, or floats).
-LossFn = Callable[[torch.nn.Module, Any], torch.Tensor | tuple[torch.Tensor, dict[str, Any]]]
-# The examples of one epoch, or a function epoch -> that epoch's examples (same count every epoch;
-# e.g. unlearning redraws each forget sample's retain partner per epoch).
-Examples = Sequence[Any] | Callable[[int], Sequence[Any]]
-TRAIN_LOG = "train_log.jsonl"
-
-
-@runtime_checkable
-class StepHook(Protocol):
-    """How a method whose update is not `backward(loss)` + `optimizer.step()` joins the loop.
-
-    The loop still owns the data order, gradient accumulation, the optimizer (AdamW) and its
-    schedule, gradient clipping, the log, checkpoints and resume; the hook only replaces the two
-    calls in between. Calls per optimizer step: `backward` once per micro-batch, then
-    `prepare_step` (the update direction goes into `.grad`), clipping, then `step`.
-    One process only (the hook's gradients bypass DDP's all-reduce).
-    """
-
-    def backward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, dict[str, Any]]:
-        """One micro-batch: keep its share of the step's gradients; return a scalar to log (a
-        non-finite one stops the run) and named parts."""
-        ...
-
-    def prepare_step(self, model: torch.nn.Module) -> None:
-        """All micro-batches of the step are in: write the update direction into `.grad`."""
-        ...
-
-    def step(self, model: torch.nn.Module, optimizer: Any, *, step: int) -> dict[str, float]:
-        """Take the optimizer step (`step` = optimizer steps done before it); return named
-        numbers to log."""
-        ...
-
-    def state_dict(self) -> dict[str, Any]:
-        """JSON-able state saved with each checkpoint, so a resumed run continues exactly."""
-        ...
-
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-@runtime_checkable
-class StatefulLoss(Protocol):
-    """A `loss_fn` with state beyond the model's and the optimizer's (a method's dual variable):
-    the loop calls `end_step` once after each optimizer step (`reduce` averages a tensor over
-    processes; `epoch` is the 0-based epoch of the step) and saves `state_dict()` with every
-    checkpoint, restoring it on resume, as it does a step hook's."""
-
-    def __call__(
-        self, model: torch.nn.Module, batch: Any
-    ) -> torch.Tensor | tuple[torch.Tensor, dict[str, Any]]: ...
-
-    def end_step(self, reduce: Callable[[torch.Tensor], torch.Tensor], *, epoch: int) -> None: ...
-
-    def state_dict(self) -> dict[str, Any]: ...
-
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
-
-
-SCHEDULES = ("linear", "hf")
-
 
 class NonFiniteLoss(ForgetbenchError):
     pass
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    lr: float
-    epochs: int
-    batch_size: int = 32  # effective: per_device_batch_size x processes x accumulation
-    per_device_batch_size: int = 4
-    # A recipe's (or preset's) per-device size, not the user's: the loop fits it to the processes
-    # it is launched with (`fit_per_device`), the effective batch staying `batch_size`. Not in the
-    # stage's key, as the process count is not: a torchrun launch reuses the one-process stage.
-    fit_per_device: bool = False
-    weight_decay: float = 0.01
-    warmup_epochs: float = 1.0
-    max_grad_norm: float = 1.0
-    seed: int = 0
-    checkpoint_every: int = 0  # optimizer steps; 0 = only at the end of each epoch
-    # Linear warm-up then linear decay to 0 (`_lr_factor`). "linear": round(warmup_epochs x steps
-    # per epoch) warm-up steps, the first at lr/warmup. "hf": as open-unlearning sets up HF's
-    # Trainer: floor(warmup_epochs x examples / batch_size) warm-up steps (its
-    # `load_trainer_args`), the first at lr 0 (`get_linear_schedule_with_warmup`).
-    schedule: str = "linear"
-    # Each epoch's order as HF Trainer's `group_by_length` (order.length_grouped_order): a random
-    # permutation cut into megabatches, each sorted longest first, so a batch holds examples of
-    # similar length and pads little. Off by default: it changes the order, hence the numbers.
-    group_by_length: bool = False
-
-
-def config_key(config: LoopConfig) -> dict[str, Any]:
-    """The settings a cached training stage's key covers: the loop's, and the command's precision
-    settings where they are not the defaults (so every stage cached before they existed keeps
-    its name, and a bf16 run never reuses a float32 one's model). `group_by_length` counts only
-    when on, for the same reason."""
-    key = asdict(config)
-    del key["fit_per_device"]
-    if not config.group_by_length:
-        del key["group_by_length"]
-    return {**key, **precision_key()}
 
 
 @dataclass
@@ -185,7 +85,7 @@ def train_loop(
         raise ValueError("train_loop needs exactly one of loss_fn and step_hook")
     epoch_examples = examples if callable(examples) else (lambda _epoch: examples)
     out = Path(out_dir)
-    processes = accelerator.num_processes if accelerator else _launched_processes()
+    processes = accelerator.num_processes if accelerator else launched_processes()
     if config.fit_per_device:
         config = replace(
             config,
@@ -202,7 +102,7 @@ def train_loop(
             f"not {processes}",
             "run it without accelerate launch (unlearn.batch_size still accumulates)",
         )
-    accumulation = _accumulation_steps(config, processes)
+    accumulation = accumulation_steps(config, processes)
     if accelerator is None:
         # The model is already where `place_model` put it: the accelerator trains it there, so a
         # frozen reference model placed beside it stays on the same device.
@@ -232,7 +132,7 @@ def train_loop(
             f"schedule must be one of {', '.join(SCHEDULES)}, got {config.schedule!r}",
             "fix the preset's loop.schedule",
         )
-    warmup = _warmup_steps(config, n_examples, steps_per_epoch)
+    warmup = warmup_steps(config, n_examples, steps_per_epoch)
     offset = 1 if config.schedule == "linear" else 0
 
     if precision().gradient_checkpointing:
@@ -244,7 +144,7 @@ def train_loop(
     # Not given to accelerator.prepare: its wrapper steps the schedule once per process, and ours
     # is already counted in optimizer steps. A checkpoint keeps its state_dict in our JSON.
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: _lr_factor(s, warmup, total_steps, offset=offset)
+        optimizer, lambda s: lr_factor(s, warmup, total_steps, offset=offset)
     )
     if not sharded:
         model, optimizer = accelerator.prepare(model, optimizer)
@@ -259,11 +159,11 @@ def train_loop(
         if holder is not None:
             holder.load_state_dict(resumed.extra)
 
-    log_path = out / TRAIN_LOG
+    log_path = out / train_log.TRAIN_LOG
     losses = []
     if accelerator.is_main_process:
         out.mkdir(parents=True, exist_ok=True)
-        losses = _resume_log(log_path, upto=position.step)
+        losses = train_log.resume_log(log_path, upto=position.step)
 
     started = time.perf_counter()
     step = position.step
@@ -271,7 +171,7 @@ def train_loop(
     # Nothing in a step reads a number off the device (step_numbers.py): the step's losses, named
     # terms, tokens and gradient norm are read in one copy once its optimizer step is queued.
     numbers = StepNumbers()
-    with _Progress(
+    with train_log.ProgressBar(
         enabled=progress and accelerator.is_main_process, total=total_steps, done=step
     ) as bar:
         for epoch in range(position.epoch, config.epochs):
@@ -281,7 +181,7 @@ def train_loop(
                     f"epoch {epoch + 1} has {len(this_epoch)} examples, epoch 1 had {n_examples}"
                 )
             loader = accelerator.prepare_data_loader(
-                _epoch_loader(this_epoch, config, epoch, collate_fn, pin=pin)
+                epoch_loader(this_epoch, config, epoch, collate_fn, pin=pin)
             )
             skip = position.batches_done if epoch == position.epoch else 0
             if skip:
@@ -303,7 +203,7 @@ def train_loop(
                         # A two-gradient step reads its gradients' norms anyway, and its next
                         # calls need this micro-batch's gradients: it stops at once.
                         _stop_if_non_finite(loss, step, epoch)
-                    numbers.add(loss, parts, _count_tokens(batch))
+                    numbers.add(loss, parts, count_tokens(batch))
                     if accelerator.sync_gradients:
                         if step_hook is not None:
                             step_hook.prepare_step(model)
@@ -343,7 +243,7 @@ def train_loop(
                 losses.append(mean_loss)
                 elapsed = time.perf_counter() - started
                 if accelerator.is_main_process:
-                    _append_log(
+                    train_log.append_log(
                         log_path,
                         {
                             "step": step,
@@ -406,181 +306,3 @@ def _stop_if_non_finite(loss: torch.Tensor, step: int, epoch: int) -> None:
 
 def _split_loss(output: Any) -> tuple[torch.Tensor, dict[str, Any]]:
     return output if isinstance(output, tuple) else (output, {})
-
-
-def _accumulation_steps(config: LoopConfig, processes: int) -> int:
-    per_step = config.per_device_batch_size * processes
-    if config.batch_size % per_step:
-        raise ConfigError(
-            f"train.batch_size={config.batch_size} is not a multiple of per_device_batch_size x processes = {per_step}",
-            "choose sizes so the effective batch divides evenly",
-        )
-    return config.batch_size // per_step
-
-
-def fit_per_device(batch_size: int, per_device: int, processes: int | None = None) -> int:
-    """A per-device batch size that a recipe set (not the user) fitted to the processes the
-    run is launched with: the largest size up to `per_device` whose multiple by the processes
-    divides `batch_size`, so the effective batch stays `batch_size` and accumulation adapts. A
-    batch that the processes do not divide keeps `per_device` (the loop then says so)."""
-    processes = _launched_processes() if processes is None else processes
-    if batch_size % processes:
-        return per_device
-    per_process = batch_size // processes
-    return max(d for d in range(1, min(per_device, per_process) + 1) if per_process % d == 0)
-
-
-def _launched_processes() -> int:
-
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def _warmup_steps(config: LoopConfig, n_examples: int, steps_per_epoch: int) -> int:
-    if config.warmup_epochs <= 0:
-        return 0
-    if config.schedule == "hf":
-        return int(config.warmup_epochs * n_examples // config.batch_size)
-    return max(1, round(config.warmup_epochs * steps_per_epoch))
-
-
-def _lr_factor(step: int, warmup: int, total: int, *, offset: int = 1) -> float:
-    # offset 1: the first warm-up step already moves (1/warmup); 0: HF's, which starts at lr 0.
-    if warmup and step < warmup:
-        return (step + offset) / warmup
-    return max(0.0, (total - step) / max(1, total - warmup))
-
-
-def build_optimizer(
-    model: torch.nn.Module, config: LoopConfig, *, device: torch.device | None
-) -> torch.optim.AdamW:
-    """AdamW over `_parameter_groups`. Where the parameters train on CUDA, its fused kernel: the
-    whole update in a few launches instead of several per parameter tensor, the same arithmetic
-    up to float rounding. Elsewhere (the CPU, whose numbers the golden study pins) as before."""
-    decay, no_decay = _parameter_groups(model)
-    return torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
-        lr=config.lr,
-        fused=True if device is not None and device.type == "cuda" else None,
-    )
-
-
-def _parameter_groups(model: torch.nn.Module) -> tuple[list, list]:
-    # No weight decay on biases and norms, as in HF Trainer (TOFU's recipe).
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        if not parameter.requires_grad:
-            continue
-        (no_decay if parameter.ndim < 2 or "norm" in name.lower() else decay).append(parameter)
-    return decay, no_decay
-
-
-def _epoch_loader(
-    examples: Sequence[Any],
-    config: LoopConfig,
-    epoch: int,
-    collate_fn: Callable,
-    *,
-    pin: bool = False,
-) -> DataLoader:
-    generator = epoch_generator(config, epoch)
-    lengths = example_lengths(examples) if config.group_by_length else None
-    order = epoch_order(config, len(examples), epoch, generator=generator, lengths=lengths)
-    # `generator` also feeds the seed each new iterator draws (for workers), which would otherwise
-    # come from the global RNG: a resumed run opens its epoch's iterator after the checkpoint
-    # restored that RNG, the uninterrupted run before, so a loss that draws random numbers would
-    # see them shifted by one.
-    return DataLoader(
-        [examples[i] for i in order],
-        batch_size=config.per_device_batch_size,
-        shuffle=False,
-        collate_fn=collate_fn,
-        generator=generator,
-        pin_memory=pin,
-    )
-
-
-def _count_tokens(batch: Any) -> torch.Tensor | int:
-    # A tensor on the batch's device, read with the step's other numbers (int() here would wait).
-    if isinstance(batch, dict) and "attention_mask" in batch:
-        return batch["attention_mask"].sum()
-    if isinstance(batch, dict):
-        return sum(
-            (_count_tokens(v) for v in batch.values() if isinstance(v, dict)),
-            start=0,
-        )
-    return 0
-
-
-def _log_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(line, row) of every complete log line. A line that is not a JSON object with a step and a
-    loss — the torn last line of a run killed mid-write, or bytes damaged since — is dropped with
-    one line on stderr: the log is a record of the run, the checkpoint is what resume trusts."""
-    if not path.is_file():
-        return []
-    rows, dropped = [], 0
-    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict) or not isinstance(row["step"], int):
-                raise ValueError(line)
-            float(row["loss"])
-        except (ValueError, KeyError, TypeError):
-            dropped += 1
-            continue
-        rows.append((line, row))
-    if dropped:
-        note(f"{path}: dropped {dropped} torn or unreadable line(s); the rest is kept")
-    return rows
-
-
-def _resume_log(path: Path, *, upto: int) -> list[float]:
-    """Keep the log lines up to the checkpoint we resume from (later ones will be written again),
-    drop any torn line, and return the kept losses."""
-    if not path.is_file():
-        return []
-    kept = [(line, row) for line, row in _log_rows(path) if row["step"] <= upto]
-    path.write_text("".join(f"{line}\n" for line, _ in kept), encoding="utf-8")
-    return [float(row["loss"]) for _, row in kept]
-
-
-def _append_log(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(row) + "\n")
-
-
-class _Progress:
-    """A rich progress bar with loss, tokens/s and ETA; silent when disabled."""
-
-    def __init__(self, *, enabled: bool, total: int, done: int) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.done = done
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            self.progress = Progress(
-                TextColumn("[bold]train"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("loss {task.fields[loss]:.4f}  {task.fields[tps]:.0f} tok/s"),
-                TimeRemainingColumn(),
-                transient=False,
-            )
-            self.progress.start()
-            self.task = self.progress.add_task(
-                "train", total=self.total, completed=self.done, loss=float("nan"), tps=0.0
-            )
-        return self
-
-    def update(self, step: int, *, loss: float, tokens_per_s: float) -> None:
-        if self.enabled:
-            self.progress.update(self.task, completed=step, loss=loss, tps=tokens_per_s)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            self.progress.stop()

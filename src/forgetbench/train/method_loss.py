@@ -24,7 +24,8 @@ from forgetbench.methods.base import (
     UnlearnMethod,
 )
 from forgetbench.methods.plugins import broken_plugin, is_builtin, plugin_call
-from forgetbench.modeling import AdaptersDisabled, forward_logits, hidden_states_at, is_lora
+from forgetbench.modeling.forward import forward_logits, hidden_states_at
+from forgetbench.modeling.lora import AdaptersDisabled, is_lora
 from forgetbench.train.items import SCORED_KINDS
 from forgetbench.train.sharding import shard_model, sharding_requested
 from forgetbench.train.two_task import TwoTaskStep

@@ -30,16 +30,11 @@ from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
 from forgetbench.io import read_json_records
 from forgetbench.methods.base import DepthScaledMethod, get_method
-from forgetbench.modeling import (
-    Encoded,
-    PromptTemplate,
-    build_tiny_model,
-    encode_chunk,
-    encode_prompt_answer,
-    train_tokenizer,
-)
+from forgetbench.modeling.builtin import build_tiny_model, train_tokenizer
+from forgetbench.modeling.encoding import Encoded, encode_chunk, encode_prompt_answer
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
 

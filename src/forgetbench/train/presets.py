@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgetbench.config import PRESETS, preset_names, read_preset
-from forgetbench.train.loop import LoopConfig
+from forgetbench.train.loop_config import LoopConfig
 
 
 def eval_preset(name: str) -> dict[str, Any]:

@@ -25,7 +25,8 @@ import torch
 
 from forgetbench.device import model_device, precision, process_state
 from forgetbench.errors import ConfigError, ModelError
-from forgetbench.modeling import decoder_blocks, is_lora
+from forgetbench.modeling.forward import decoder_blocks
+from forgetbench.modeling.lora import is_lora
 
 LAUNCH_HINT = (
     "start it with torchrun --nproc_per_node N -m forgetbench.cli ..., or drop model.sharding"

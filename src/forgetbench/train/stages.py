@@ -26,24 +26,17 @@ from forgetbench.device import place_model, precision, process_state, stage_cost
 from forgetbench.errors import DataError
 from forgetbench.io import atomic_write_json
 from forgetbench.methods._terms import per_sample_nll
-from forgetbench.modeling import (
-    Encoded,
-    PromptTemplate,
-    apply_lora,
-    collate,
-    encode_prompt_answer,
-    forward_logits,
-    load_model,
-    load_tokenizer,
-    merge_lora,
-    position_limit,
-    resolve_template,
-    save_model,
-)
+from forgetbench.modeling.encoding import Encoded, collate, encode_prompt_answer
+from forgetbench.modeling.forward import forward_logits
+from forgetbench.modeling.limits import position_limit
+from forgetbench.modeling.loading import load_model, load_tokenizer, save_model
+from forgetbench.modeling.lora import apply_lora, merge_lora
+from forgetbench.modeling.templates import PromptTemplate, resolve_template
 from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import FILES_KEY, file_manifest, read_record, reuse_finished
-from forgetbench.train.loop import LoopConfig, config_key, train_loop
+from forgetbench.train.loop import train_loop
+from forgetbench.train.loop_config import LoopConfig, config_key
 from forgetbench.train.sharding import whole_model
 
 STAGE_FILE = "stage.json"

@@ -38,17 +38,13 @@ from forgetbench.device import (
     reset_peak_rss,
 )
 from forgetbench.errors import ConfigError, ForgetbenchError
-from forgetbench.modeling import Encoded, collate
+from forgetbench.modeling.encoding import Encoded, collate
 from forgetbench.profiling import StepProfiler
-from forgetbench.train.loop import (
-    LoopConfig,
-    _accumulation_steps,
-    _lr_factor,
-    _warmup_steps,
-    build_optimizer,
-    train_loop,
-)
+from forgetbench.train.batches import accumulation_steps
+from forgetbench.train.loop import train_loop
+from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.order import epoch_order, example_lengths
+from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.stages import answer_nll
 
 PROFILE_STEPS = 3  # profiled steps per trainer, after the first
@@ -115,7 +111,7 @@ def train_throughput(
     `profile` (default: on a GPU) profiles steps 2-4 of each run (`forgetbench.profiling`); the
     rates then start after them, so the profiler's overhead never enters a rate."""
     config = replace(config, epochs=1)
-    accumulation = _accumulation_steps(config, 1)
+    accumulation = accumulation_steps(config, 1)
     steps = math.ceil(math.ceil(len(examples) / config.per_device_batch_size) / accumulation)
     if steps < 2:
         raise ConfigError(
@@ -222,15 +218,15 @@ def _hf_run(
     # draws its permutation from another generator, so it is fed ours, read sequentially.
     lengths = example_lengths(examples) if config.group_by_length else None
     ordered = [examples[i] for i in epoch_order(config, len(examples), 0, lengths=lengths)]
-    accumulation = _accumulation_steps(config, 1)
+    accumulation = accumulation_steps(config, 1)
     steps_per_epoch = math.ceil(
         math.ceil(len(examples) / config.per_device_batch_size) / accumulation
     )
-    warmup = _warmup_steps(config, len(examples), steps_per_epoch)
+    warmup = warmup_steps(config, len(examples), steps_per_epoch)
     optimizer = build_optimizer(model, config, device=device)  # the loop's, fused on CUDA too
     offset = 1 if config.schedule == "linear" else 0
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: _lr_factor(s, warmup, steps_per_epoch, offset=offset)
+        optimizer, lambda s: lr_factor(s, warmup, steps_per_epoch, offset=offset)
     )
     mixed = precision().mixed_precision
     args = TrainingArguments(

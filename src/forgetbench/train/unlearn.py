@@ -38,14 +38,10 @@ from forgetbench.methods.base import (
     trains,
 )
 from forgetbench.methods.plugins import method_source
-from forgetbench.modeling import (
-    PromptTemplate,
-    apply_lora,
-    load_model,
-    merge_lora,
-    position_limit,
-    save_model,
-)
+from forgetbench.modeling.limits import position_limit
+from forgetbench.modeling.loading import load_model, save_model
+from forgetbench.modeling.lora import apply_lora, merge_lora
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import reuse_finished
@@ -60,7 +56,8 @@ from forgetbench.train.items import (
     with_reference_logps,
 )
 from forgetbench.train.layers import checked_layers, train_only_layers
-from forgetbench.train.loop import LoopConfig, NonFiniteLoss, config_key, train_loop
+from forgetbench.train.loop import NonFiniteLoss, train_loop
+from forgetbench.train.loop_config import LoopConfig, config_key
 from forgetbench.train.method_loss import method_loss
 from forgetbench.train.sharding import whole_model
 from forgetbench.train.stages import (

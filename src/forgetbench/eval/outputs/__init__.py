@@ -1,4 +1,4 @@
-"""Model outputs collected for metrics. With `modeling.py`, the only code that calls a model.
+"""Model outputs collected for metrics. With `modeling/`, the only code that calls a model.
 
 `scoring` (teacher-forced answer statistics, `statistics`), `generation` (greedy) and
 `prefix_cache` (a shared prompt prefix encoded once) are the fast path; `naive` is the reference

@@ -11,7 +11,8 @@ import torch
 
 from forgetbench.eval.outputs.prefix_cache import left_pad, shared_prefix_stage, shared_prefixes
 from forgetbench.eval.outputs.statistics import require_pad, with_cache
-from forgetbench.modeling import adds_bos, model_context
+from forgetbench.modeling.encoding import adds_bos
+from forgetbench.modeling.limits import model_context
 
 
 @torch.no_grad()

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from forgetbench.eval.outputs.scoring import prompt_too_long
-from forgetbench.modeling import encode_prompt_answer
+from forgetbench.modeling.encoding import encode_prompt_answer
 from forgetbench.records import IGNORE_INDEX
 
 

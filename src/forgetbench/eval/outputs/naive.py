@@ -9,7 +9,7 @@ import torch
 
 from forgetbench.eval.outputs.scoring import prompt_too_long
 from forgetbench.eval.outputs.statistics import AnswerScore, token_statistics
-from forgetbench.modeling import encode_prompt_answer
+from forgetbench.modeling.encoding import encode_prompt_answer
 from forgetbench.records import IGNORE_INDEX
 
 

@@ -18,7 +18,8 @@ from forgetbench.eval.outputs.statistics import (
     token_statistics,
     with_cache,
 )
-from forgetbench.modeling import collate, encode_prompt_answer, position_limit
+from forgetbench.modeling.encoding import collate, encode_prompt_answer
+from forgetbench.modeling.limits import position_limit
 from forgetbench.records import IGNORE_INDEX
 
 

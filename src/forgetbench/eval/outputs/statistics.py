@@ -111,5 +111,5 @@ def returned_cache(out: Any) -> Any:
 def require_pad(tokenizer: Any) -> None:
     if tokenizer.pad_token_id is None:
         raise ValueError(
-            "the tokenizer has no pad token; load models with forgetbench.modeling.load_model"
+            "the tokenizer has no pad token; load models with forgetbench.modeling.loading.load_model"
         )

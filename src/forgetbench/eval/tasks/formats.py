@@ -17,7 +17,7 @@ from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
 from forgetbench.metrics import aggregate
 from forgetbench.metrics.formats import LETTERS, cloze_probability, mc_success
 from forgetbench.metrics.rouge import rouge_recall
-from forgetbench.modeling import PromptTemplate
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import ClozeRecord, MCRecord, QARecord
 
 FormatRecord = MCRecord | ClozeRecord | QARecord

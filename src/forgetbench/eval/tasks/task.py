@@ -20,7 +20,7 @@ from forgetbench.data.logs import EvalLog
 from forgetbench.errors import DataError, ModelError
 from forgetbench.eval.backend import Backend, serve
 from forgetbench.eval.requests import Request, Response
-from forgetbench.modeling import PromptTemplate
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.registry import Registry
 
 

@@ -24,7 +24,7 @@ from forgetbench.metrics import aggregate
 from forgetbench.metrics.memorisation import exact_memorisation, extraction_strength
 from forgetbench.metrics.rouge import rouge_recall
 from forgetbench.metrics.tofu import TruthRatioForm
-from forgetbench.modeling import PromptTemplate
+from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
 
 

@@ -131,11 +131,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 # Where the suite's CPU goes (docs/development.md, "The suite's budget"): with FORGETBENCH_TEST_CPU
 # set to a folder, each process writes the CPU seconds of every test file — its own and those of
-# the processes it started and waited for (command-line and torchrun subprocesses; a study pool's
-# workers are the fork server's children, not counted) —
-# so that a busy machine's wall clock does not hide which files cost the most.
+# every process below it: the ones it waited for (command-line and torchrun subprocesses), and
+# the ones still running or reaped by another of them (a study pool's fork server and its
+# workers, read from /proc) — so that a busy machine's wall clock does not hide which files cost
+# the most.
 _CPU_LOG = os.environ.get("FORGETBENCH_TEST_CPU")
 _cpu_by_file: dict[str, float] = {}
+
+
+def _descendants_cpu() -> float:
+    """CPU seconds of the live processes below this one, each with its reaped children's."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # exited meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        pid = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(pid)
+        times[pid] = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    total, stack = 0, list(children.get(os.getpid(), ()))
+    while stack:
+        pid = stack.pop()
+        total += times[pid]
+        stack.extend(children.get(pid, ()))
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_seconds() -> float:
@@ -144,7 +166,8 @@ def _cpu_seconds() -> float:
     own, children = (
         resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
     )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    waited = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return waited + (_descendants_cpu() if Path("/proc/self/stat").is_file() else 0.0)
 
 
 @pytest.hookimpl(hookwrapper=True)

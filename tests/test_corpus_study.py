@@ -440,6 +440,8 @@ def test_muse_with_tofu_files_is_one_sentence_and_writes_nothing(tmp_path, capsy
         ("muse", lambda d: (d / "knowmem" / "retain_qa.json").unlink(), "knowmem/retain_qa.json"),
         ("wmdp", lambda d: (d / "wmdp-bio.jsonl").write_text('{"question": "q", "answer": 0}\n'),
          "wmdp-bio.jsonl"),
+        ("rwku", lambda d: (d / "2_Leila_Mansour" / "forget_level2.json").unlink(),
+         "2_Leila_Mansour/forget_level2.json"),
     ],
 )  # fmt: skip
 def test_a_folder_missing_a_file_or_a_field_is_refused_before_any_work(
@@ -519,3 +521,64 @@ def test_a_study_of_your_model_needs_its_data_and_a_retain_log_of_the_same_bench
     # The built-in study trains its own retain model.
     _refused(["run", "--benchmark", "muse", "--out", str(out), "--retain-log", str(wmdp_eval)],
              capsys, "built-in study trains its own retain models")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rwku_study(tiny_study, tmp_path_factory):
+    return _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent,npo")
+
+
+@pytest.mark.slow
+def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study, tiny_study):
+    """RWKU has no finetuning: the original model is the session's pretrained base pretrained
+    further on the miniature's people (its knowledge stage), and the reference is the base
+    pretrained without the targets, then on the same rows less the targets', so that it never
+    saw them."""
+    run, results = rwku_study
+    rows = results["rows"]
+    assert results["benchmark"] == "rwku"
+    splits = list(dict.fromkeys(r["split"] for r in rows))
+    assert splits == ["1_Eilidh_Rosenqvist", "2_Leila_Mansour"]  # one forget set per target
+    keys = ["rwku/forget_fb", "rwku/forget_qa", "rwku/forget_aa", "rwku/neighbor_fb",
+            "rwku/neighbor_qa", "rwku/mia_fm/loss", "rwku/mia_rm/min_k_plus_plus", "rwku/mmlu",
+            "rwku/truthful_mc2", "rwku/triviaqa_f1", "rwku/forget_aa/reverse query"]  # fmt: skip
+    for row in rows:
+        assert all(isinstance(row[key], float) for key in keys), row
+    for split in splits:
+        found = {r["method"]: r for r in rows if r["split"] == split and r["step"] == 0}
+        assert set(found) == {"retain", "finetuned"}
+        assert {r["method"] for r in rows if r["split"] == split} == {
+            "retain", "finetuned", "grad_ascent", "npo"
+        }  # fmt: skip
+        original, reference = found["finetuned"], found["retain"]
+        # The original model read the target's biography (FM), the reference never did: FM is
+        # likelier under the original.
+        assert original["rwku/mia_fm/loss"] > reference["rwku/mia_fm/loss"]
+        check = results["validity"]["splits"][split]["checks"][0]
+        assert check["numbers"]["key"] == "rwku/forget_qa"
+        assert check["numbers"]["finetuned"] == original["rwku/forget_qa"]
+        # Gradient ascent on the target's texts lowers their likelihood.
+        ga = [r for r in rows if r["split"] == split and r["method"] == "grad_ascent"][-1]
+        assert ga["rwku/mia_fm/loss"] < original["rwku/mia_fm/loss"]
+    # The reference's own pretraining, beside the session's base, then the two knowledge stages.
+    made = {p.name.rsplit("-", 1)[0] for p in (run / "models").iterdir() if p.is_dir()}
+    assert {"pretrain", "pretrain-without", "rwku-finetune", "rwku-retain"} <= made
+    log = json.loads((run / "logs" / splits[0] / "retain" / "step-0" / "summary.json").read_text())
+    assert "/rwku-retain-" in log["model"]
+    assert results["examples"] and results["examples"][0]["ground_truth"]
+    # The report's RWKU section: per target, each model's row and the attacks' table.
+    page = (run / "report.html").read_text()
+    assert 'id="rwku"' in page and page.count('<table class="rwku">') == 2 * len(splits)
+
+
+def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsys):
+    """RWKU's forget sets are the folder's targets: one retain log names which it belongs to."""
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    out = tmp_path / "out"
+    argv = ["run", "--benchmark", "rwku", "--model", str(tmp_path), "--data", str(data),
+            "--out", str(out), "--retain-log", str(tmp_path)]  # fmt: skip
+    _refused(argv, capsys, "2 forget splits (1_Eilidh_Rosenqvist, 2_Leila_Mansour)")
+    assert not out.exists()
+    argv = [*argv[:-2], "study.retain_logs={3_Nobody: " + str(tmp_path) + "}"]
+    _refused(argv, capsys, "3_Nobody")

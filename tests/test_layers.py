@@ -67,7 +67,7 @@ def test_the_engine_and_the_evaluation_name_no_method(folder):
 # here, which is the point: where it sits is a decision, not an accident of who imported it first.
 LAYERS = (
     ("forgetbench", "errors"),
-    ("io", "registry", "records", "device_names"),
+    ("io", "registry", "records", "device_names", "tokenized"),
     # torch placement and profiles; the typed config reads only device_names
     ("device", "profiling"),
     ("methods", "metrics", "data", "attacks", "results", "cache", "intervals", "overunlearning"),

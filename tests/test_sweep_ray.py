@@ -25,7 +25,7 @@ except ImportError:
 SWEEP = """\
 scale: tiny
 unlearn: {epochs: 1}
-eval: {formats: false, lume: false, mia_shadows: 0}
+eval: {formats: false, lume: false, mia_shadows: 0, max_new_tokens: 16}
 study: {workers: 2}
 sweep:
   select_split: forget01

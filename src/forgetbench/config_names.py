@@ -50,8 +50,8 @@ def retain_split_for(split: str) -> str:
 UNLEARN_FORMATS = ("qa", "cloze", "mcqa", "analogy", "comprehension")
 # mini = the built-in TOFU-shaped miniature; muse and wmdp study their documents
 # (`forgetbench.benchmarks.corpus`), on their built-in miniatures unless --data names a folder.
-BENCHMARKS = ("mini", "tofu", "lume", "muse", "wmdp")
-DOCUMENT_BENCHMARKS = ("muse", "wmdp")
+BENCHMARKS = ("mini", "tofu", "lume", "muse", "wmdp", "rwku")
+DOCUMENT_BENCHMARKS = ("muse", "wmdp", "rwku")
 
 
 # Robustness attacks (forgetbench.attacks): each is scored on the B half of the forget set.

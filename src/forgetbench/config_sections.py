@@ -25,9 +25,9 @@ class _Section(BaseModel):
 class BenchmarkConfig(_Section):
     name: Literal[BENCHMARKS] = Field(  # type: ignore[valid-type]
         "mini",
-        description="mini = the built-in offline miniature; tofu or lume need data; muse and "
-        "wmdp train the built-in tiny models on their miniature (or on --data), or study your "
-        "own with --model and --data",
+        description="mini = the built-in offline miniature; tofu or lume need data; muse, wmdp "
+        "and rwku train the built-in tiny models on their miniature (or on --data), or study "
+        "your own with --model and --data",
     )
     path: str | None = Field(None, description="local folder or Hugging Face dataset id")
     # Checked here, so a misspelt split fails before any data or training work.

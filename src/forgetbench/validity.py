@@ -258,7 +258,13 @@ def ranks(validity: Mapping[str, Any] | None) -> bool:
 
 
 def _gap(
-    split: str, key: str, margin: float, what: str, finetuned: Row, retain: Row | None
+    split: str,
+    key: str,
+    margin: float,
+    what: str,
+    finetuned: Row,
+    retain: Row | None,
+    fix: str | None = None,
 ) -> dict[str, Any]:
     mine, theirs = number(finetuned, key), None if retain is None else number(retain, key)
     if retain is None:
@@ -298,7 +304,7 @@ def _gap(
         f"{split}: the finetuned model's {what} is {mine:.3g}, the retain model's {theirs:.3g}: "
         f"not {margin:g} above it, so the model did not learn what it is asked to forget",
         "this study cannot rank methods: there is nothing measurable to unlearn",
-        _TRAIN_MORE,
+        fix or _TRAIN_MORE,
         key=key,
         **numbers,
     )
@@ -338,19 +344,23 @@ def _floor(split: str, key: str, floor: float, what: str, finetuned: Row) -> dic
 
 def check_gaps(
     rows: Sequence[Row],
-    gaps: Sequence[tuple[str, float, str]],
+    gaps: Sequence[tuple[str, float, str] | tuple[str, float, str, str]],
     floors: Sequence[tuple[str, float, str]] = (),
 ) -> dict[str, Any]:
     """The validity block of a document benchmark's study (MUSE, WMDP), in `check_validity`'s
     shape: per split, one `learnt` check per (score key, margin, words) in `gaps`, passed where
     the finetuned model's score is at least the margin above the retain model's (what it
-    learnt from the forget documents that the retain model never read), and one `utility` check
+    learnt from the forget documents that the retain model never read; a fourth item says what
+    to do when it is not), and one `utility` check
     per (score key, floor, words) in `floors`, passed where the finetuned model's utility score
     reaches the floor (`criteria` judges no utility below it)."""
     return _validity_block(
         rows,
         lambda split, finetuned, retain: [
-            *(_gap(split, key, margin, what, finetuned, retain) for key, margin, what in gaps),
+            *(
+                _gap(split, key, margin, what, finetuned, retain, *fix)
+                for key, margin, what, *fix in gaps
+            ),
             *(_floor(split, key, floor, what, finetuned) for key, floor, what in floors),
         ],
     )

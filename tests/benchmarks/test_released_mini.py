@@ -107,14 +107,17 @@ def test_data_generate_writes_both_released_folders_beside_tofu_unchanged(tmp_pa
     out = tmp_path / "mini"
     assert main(["data", "generate", "--scale", "tiny", "--out", str(out)]) == 0
     assert (
-        f"MUSE's layout in {out / 'muse/news'}, WMDP's in {out / 'wmdp'}" in capsys.readouterr().out
+        f"MUSE's layout in {out / 'muse/news'}, WMDP's in {out / 'wmdp'}, RWKU's in "
+        f"{out / 'rwku/Target'}" in capsys.readouterr().out
     )
     # The same bytes as write_released alone, and the TOFU-shaped files as before.
     alone = write_released(tmp_path / "alone", "muse", scale="tiny", seed=0)
     for path in alone:
         assert (out / "muse/news" / path).read_bytes() == (tmp_path / "alone" / path).read_bytes()
     manifest = json.loads((out / "manifest.json").read_text())
-    tofu = {p: e for p, e in manifest["files"].items() if not p.startswith(("muse/", "wmdp/"))}
+    tofu = {
+        p: e for p, e in manifest["files"].items() if not p.startswith(("muse/", "wmdp/", "rwku/"))
+    }
     assert tofu.keys() == build_files(scale="tiny", seed=0).keys()
     assert manifest["files"]["muse/news/knowmem/forget_qa.json"]["records"] == 2 * PEOPLE["tiny"]
     assert manifest["files"]["muse/news/raw/forget.txt"]["records"] == len(
@@ -135,7 +138,9 @@ def test_a_folder_of_the_previous_generator_is_completed_in_place(tmp_path):
     tofu_bytes = (tmp_path / "tofu" / "full.json").read_bytes()
     # What generator version 2 left: the same TOFU-shaped files, no MUSE or WMDP folder.
     old = {**new, "generator_version": "2"}
-    old["files"] = {p: e for p, e in new["files"].items() if not p.startswith(("muse/", "wmdp/"))}
+    old["files"] = {
+        p: e for p, e in new["files"].items() if not p.startswith(("muse/", "wmdp/", "rwku/"))
+    }
     (tmp_path / "manifest.json").write_text(json.dumps(old))
     for folder in ("muse", "wmdp"):
         for file in sorted((tmp_path / folder).rglob("*"), reverse=True):

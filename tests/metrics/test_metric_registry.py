@@ -54,12 +54,16 @@ HELPERS = {
     "gradnorm": set(),
     "wmdp": set(),
     # the answer RWKU scores, its level and attack means, and fluency's per-text pieces
-    "rwku": {"rwku_prediction", "probe_scores", "ngram_entropy", "word_tokens"},
+    "rwku": {"rwku_prediction", "probe_scores", "ngram_entropy", "word_tokens", "bbh_prediction"},
     "degeneracy": {"distinct_ngrams", "is_degenerate"},  # one text's measure and verdict
 }
 # Registered after the golden files were written: metrics of new row keys, no number of theirs
 # (none since the files were rewritten with the leaderboard's degeneracy and held-out keys).
-ADDED_SINCE_GOLDEN: set[str] = set()
+ADDED_SINCE_GOLDEN = {
+    # RWKU's utility scores (its study's rows)
+    "rwku/mmlu", "rwku/bbh", "rwku/truthful_mc1", "rwku/truthful_mc2", "rwku/triviaqa_em",
+    "rwku/triviaqa_f1",
+}  # fmt: skip
 
 
 def _function(qualified: str):

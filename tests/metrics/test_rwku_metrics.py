@@ -131,3 +131,36 @@ def test_fluency_without_punkt_says_what_to_install(tmp_path, monkeypatch):
     nltk.tokenize._get_punkt_tokenizer.cache_clear()
     with pytest.raises(DataError, match="Punkt sentence model, which is not installed"):
         fluency_entropy(["Hello world."])
+
+
+def test_rwkus_utility_scores_by_hand():
+    from forgetbench.metrics.rwku import (
+        bbh_prediction,
+        exact_match,
+        letter_accuracy,
+        token_f1,
+        truthful_scores,
+    )
+    from forgetbench.records import TruthfulRecord
+
+    # MMLU: the letter with the highest log-probability.
+    assert letter_accuracy(
+        [[-3.0, -1.0, -2.0, -4.0], [-1.0, -2.0, -3.0, -4.0]], [1, 2]
+    ).tolist() == [1.0, 0.0]
+    # EM after RWKU's normalisation: case, punctuation and articles go.
+    assert exact_match("The Eiffel Tower.", ["eiffel tower"]) == 1.0
+    assert exact_match("Eiffel", ["eiffel tower", "paris"]) == 0.0
+    # F1 of "the eiffel tower in paris" ({eiffel, tower, in, paris}) against "eiffel tower":
+    # precision 2/4, recall 2/2, F1 = 2 * 0.5 * 1 / 1.5 = 2/3; the best reference counts.
+    assert token_f1("the Eiffel Tower in Paris", ["eiffel tower", "rome"]) == pytest.approx(2 / 3)
+    assert token_f1("", ["x"]) == 0.0
+    # BBH: what follows "the answer is" up to the next ".", else the whole output.
+    assert bbh_prediction("True and False is False. So the answer is False. Next") == "False"
+    assert bbh_prediction("  ") == "NOANSWER"
+    # TruthfulQA: MC1 1 when the true choice beats every false one; MC2 the true choices'
+    # probability mass: e^-1 / (e^-1 + e^-2 + e^-3) = 0.6652.
+    record = TruthfulRecord("q", ("t", "f1", "f2"), (1, 0, 0), ("t", "f1", "f2"), (1, 0, 0))
+    mc1, mc2 = truthful_scores(record, {"t": -1.0, "f1": -2.0, "f2": -3.0})
+    assert mc1 == 1.0
+    assert mc2 == pytest.approx(math.exp(-1) / (math.exp(-1) + math.exp(-2) + math.exp(-3)))
+    assert truthful_scores(record, {"t": -2.5, "f1": -2.0, "f2": -3.0})[0] == 0.0

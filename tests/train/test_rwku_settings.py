@@ -251,3 +251,13 @@ def test_a_study_that_cannot_instruct_refuses_icu(tmp_path, capsys):
     code = main(["run", "--scale", "tiny", "--methods", "icu", "--out", str(tmp_path / "run")])
     assert code == 2 and not (tmp_path / "run" / "results.json").exists()
     assert "method icu unlearns by an instruction before each prompt" in capsys.readouterr().err
+
+
+def test_a_document_study_refuses_icu_too():
+    from forgetbench.benchmarks.corpus import corpus_benchmark
+    from forgetbench.study.corpus import refuse_document_methods
+
+    bench = corpus_benchmark("muse")
+    refuse_document_methods(bench, ["grad_ascent", "npo"])
+    with pytest.raises(ConfigError, match="method icu unlearns by an instruction"):
+        refuse_document_methods(bench, ["npo", "icu"])

@@ -16,7 +16,11 @@ A `CorpusBenchmark` says, for one benchmark:
   (`gaps`: the validity gates' analogue), the utility score it must reach for "utility kept" to
   mean anything (`utility_floor`), and the unlearning preset its methods start from;
 - which series of forget requests it adds on top (`requests`: MUSE News' scalability and
-  sustainability), each request a forget set of its own.
+  sustainability), each request a forget set of its own;
+- for a benchmark of pretraining knowledge (RWKU: `pretrained`), that unlearning starts from the
+  pretrained base itself, the reference model being the base pretrained without the people the
+  folder names (`pretrained.unknown`), and that its forget sets are the folder's targets
+  (`forget_sets_of`).
 
 Registered by name in `CORPUS_BENCHMARKS`, as methods and metrics are."""
 
@@ -29,10 +33,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
+from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
 from forgetbench.data.chunks import ChunkMode
 from forgetbench.data.muse import load_muse_texts, muse_digest, require_muse
+from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_digest
 from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp, wmdp_digest, wmdp_notes
 from forgetbench.errors import UnknownNameError
+from forgetbench.io import read_json_records
 from forgetbench.metrics.muse import privleak_scores
 from forgetbench.registry import Registry
 
@@ -48,6 +55,7 @@ class Gap:
     key: str
     margin: float
     what: str  # the score in words, for the gate's sentence
+    fix: str | None = None  # what to do when the gap is missing (default: train longer)
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,17 @@ UNREAD_SECTIONS = ("attack",)
 
 
 @dataclass(frozen=True)
+class Pretrained:
+    """Knowledge the base model learnt in pretraining (RWKU): what unlearning starts from is the
+    base (pretrained further on `finetune_texts` where the folder has any: the miniature's
+    knowledge stage), and the retain model is the base pretrained on the same corpus less every
+    document naming one of `unknown(folder)` (the targets), so that it never saw them (further
+    on `retain_model_texts` alike)."""
+
+    unknown: Callable[[Path], list[str]]
+
+
+@dataclass(frozen=True)
 class CorpusBenchmark:
     name: str
     title: str
@@ -119,6 +138,9 @@ class CorpusBenchmark:
     requests: tuple[Requests, ...] = ()
     # What to tell the user about a folder that `require` accepts (WMDP's missing subsets).
     notes: Callable[[Path], list[str]] = lambda folder: []
+    pretrained: Pretrained | None = None
+    # The forget sets of a folder, where they depend on it (RWKU's targets); else `forget_sets`.
+    forget_sets_of: Callable[[Path], Mapping[str, Texts]] | None = None
     # The eval.* options its evaluation task reads beyond every document study's (`EVAL_READ`).
     eval_options: tuple[str, ...] = ()
 
@@ -145,16 +167,21 @@ class CorpusBenchmark:
         """What a model's row adds from the retain model's scores `retain` (None without one)."""
         return self.relative(scores, retain) if self.relative is not None else {}
 
-    def forget_texts(self, split: str) -> Texts:
-        """The forget documents of `split`: one of `forget_sets`, or a request of a series."""
-        if split in self.forget_sets:
-            return self.forget_sets[split]
+    def sets(self, folder: Path) -> Mapping[str, Texts]:
+        """The forget sets of the benchmark's folder `folder`."""
+        return self.forget_sets_of(folder) if self.forget_sets_of is not None else self.forget_sets
+
+    def forget_texts(self, split: str, folder: Path | None = None) -> Texts:
+        """The forget documents of `split`: one of `sets(folder)`, or a request of a series."""
+        forget_sets = self.sets(folder) if folder is not None else self.forget_sets
+        if split in forget_sets:
+            return forget_sets[split]
         for series in self.requests:
             for k in range(1, series.count + 1):
                 if series.split(k) == split:
                     return lambda folder, series=series, k=k: series.texts(folder, k)
         known = [
-            *self.forget_sets,
+            *forget_sets,
             *(s.split(k) for s in self.requests for k in range(1, s.count + 1)),
         ]
         raise UnknownNameError(f"{self.title} forget set", split, known)
@@ -270,4 +297,98 @@ def wmdp() -> CorpusBenchmark:
         # Chance (0.25) plus the gates' two-standard-error margin.
         utility_floor=Floor("mmlu/all", 0.4, "MMLU accuracy"),
         notes=wmdp_notes,
+    )
+
+
+def _rwku_stem(stem: str, folder: Path, target: str) -> list[str]:
+    return [r.text for r in load_rwku(folder, target, stem)]
+
+
+def _rwku_sets(folder: Path) -> dict[str, Texts]:
+    """One forget set per target, named by its folder: the target's forget corpus
+    (`positive.json`, the texts RWKU's GA and NPO forget)."""
+    return {
+        t.folder.name: partial(_rwku_stem, "positive", target=t.folder.name)
+        for t in load_targets(folder)
+        if t.folder is not None
+    }
+
+
+def _rwku_retain(folder: Path) -> list[str]:
+    """Unlearning's retain set: the miniature's rows of the people nothing asks about
+    (`pretraining.jsonl`'s role "retain"); RWKU's own folder has no retain corpus (its GA and NPO
+    read none), so there every target's retain-member passages (`retain_mia.json`) serve, and
+    MIA on RM is then of text the methods that keep a retain set trained on."""
+    rows = _rwku_rows(folder)
+    if rows:
+        return [row["text"] for row in rows if row.get("role") == "retain"]
+    texts = (
+        r
+        for t in load_targets(folder)
+        for r in _rwku_stem("retain_mia", folder, t.folder.name)  # type: ignore[union-attr]
+    )
+    return list(dict.fromkeys(texts))
+
+
+def _rwku_unknown(folder: Path) -> list[str]:
+    return [t.name for t in load_targets(folder)]
+
+
+def _rwku_rows(folder: Path) -> list[dict[str, Any]]:
+    """The miniature's `pretraining.jsonl` beside the target folders (the pretraining rows of
+    the people its folders ask about and of its retain people), or nothing for a folder without
+    one (RWKU's own)."""
+    root = Path(folder) / "Target" if (Path(folder) / "Target").is_dir() else Path(folder)
+    file = root / KNOWLEDGE
+    return read_json_records(file) if file.is_file() else []
+
+
+def _rwku_knowledge(folder: Path) -> list[str]:
+    return [row["text"] for row in _rwku_rows(folder)]
+
+
+def _rwku_known_to_reference(folder: Path) -> list[str]:
+    names = _rwku_unknown(folder)
+    return [t for t in _rwku_knowledge(folder) if not any(name in t for name in names)]
+
+
+@CORPUS_BENCHMARKS.register("rwku")
+def rwku() -> CorpusBenchmark:
+    """RWKU (Jin et al., 2024). Only the target and the original model are given: the model
+    learnt the target in pretraining, and each target is unlearnt alone (single-target, one
+    forget set per target) from the original model, on the target's forget corpus
+    (`positive.json`, each text a sample up to RWKU's cutoff_len of 512 tokens). The reference
+    that never saw the target is the base pretrained without the targets' documents."""
+    return CorpusBenchmark(
+        name="rwku",
+        title="RWKU",
+        miniature_folder=RELEASED_FOLDERS["rwku"],
+        require=require_rwku,
+        digest=rwku_digest,
+        # The miniature's knowledge stage: the base pretrained further on the rows of the people
+        # its folders ask about (the reference: on those not naming a target); RWKU's own folder
+        # has none, and the original model is the base itself (`pretrained`).
+        finetune_texts=_rwku_knowledge,
+        retain_model_texts=_rwku_known_to_reference,
+        forget_sets={},
+        retain_texts=_rwku_retain,
+        chunk_tokens=512,
+        chunk_mode="truncate",
+        eval_layout="rwku",
+        relative=None,
+        # 0.1 (ROUGE-L recall): the reference answers a few probes by chance (common words of a
+        # date or a city), so a gap of noise does not pass; the gate says when the original
+        # model never knew the target.
+        gaps=(
+            Gap(
+                "rwku/forget_qa",
+                0.1,
+                "forget QA (ROUGE-L recall)",
+                "the original model never knew the target: unlearn targets it answers "
+                "questions about, or a model that knows them",
+            ),
+        ),  # fmt: skip
+        unlearn_preset="rwku",
+        pretrained=Pretrained(_rwku_unknown),
+        forget_sets_of=_rwku_sets,
     )

@@ -226,6 +226,13 @@ def load_help_plugins(argv: list[str]) -> None:
     load_given_plugins(known.config, overrides, known.plugin)
 
 
+def _forget_sets(bench: Any, config: RunConfig) -> Any:
+    """A document benchmark's forget sets: those of the given folder where they depend on it
+    (RWKU's targets), else its own."""
+    data = given_data(config)
+    return bench.sets(Path(data)) if data is not None and Path(data).is_dir() else bench.forget_sets
+
+
 def _retain_log_flag(args: argparse.Namespace, config: RunConfig) -> RunConfig:
     """run's --retain-log: `study.retain_logs` of the study's one forget split (a document
     benchmark's forget set, or the TOFU split of --split); several splits need one log each."""
@@ -240,7 +247,7 @@ def _retain_log_flag(args: argparse.Namespace, config: RunConfig) -> RunConfig:
             "give one",
         )
     bench = corpus_benchmark(config.benchmark.name)
-    splits = list(bench.forget_sets) if bench is not None else config.study.splits
+    splits = list(_forget_sets(bench, config)) if bench is not None else config.study.splits
     if len(splits) != 1:
         raise ConfigError(
             f"--retain-log names one retain model's evaluation, and this study runs "
@@ -259,7 +266,7 @@ def _check_named_files(command: str, config: RunConfig) -> None:
         from forgetbench.benchmarks.corpus import corpus_benchmark
 
         bench = corpus_benchmark(config.benchmark.name)
-        known = tuple(bench.forget_sets) if bench is not None else FORGET_SPLITS
+        known = tuple(_forget_sets(bench, config)) if bench is not None else FORGET_SPLITS
         named = {
             f"study.retain_logs.{split}": [path] for split, path in config.study.retain_logs.items()
         }

@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.criteria import is_muse, is_wmdp
     from forgetbench.report.html import build_report
     from forgetbench.report.muse_wmdp import print_muse_wmdp
+    from forgetbench.report.rwku import is_rwku, print_rwku
     from forgetbench.report.tables import lume_mmlu_notes, print_leaderboard, without_noise
     from forgetbench.report.validity import print_validity
     from forgetbench.rows import leaderboard, reference_entries
@@ -53,7 +54,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.json:
         # Identical splits once, as in the report: their rows are the computed split's.
         same = results.get("same_data", {})
-        if is_muse(results["rows"]) or is_wmdp(results["rows"]):
+        if is_rwku(results["rows"]):
+            if validity:
+                print_validity(validity)
+            print_rwku(results["rows"])
+        elif is_muse(results["rows"]) or is_wmdp(results["rows"]):
             # MUSE's criteria and WMDP's accuracy have their own tables, as in the report, after
             # the study's gates when it has any.
             if validity:

@@ -19,6 +19,7 @@ as `data_process.py` writes it, or the object the Hub's own Target folders hold)
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -372,3 +373,20 @@ def require_rwku(folder: str | Path) -> list[dict[str, Any]]:
     if problems:
         raise problems_error("RWKU", Path(folder), problems, RWKU_HINT)
     return rows
+
+
+def rwku_digest(folder: str | Path) -> str:
+    """sha256 of every file of the layout under the folder (path and bytes, in path order):
+    what `forgetbench eval` records beside its scores."""
+    root = _root(Path(folder))
+    digest = hashlib.sha256()
+    for file in sorted(root.rglob("*.json")):
+        if file.stem in FILES:
+            digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def target_splits(folder: str | Path) -> list[str]:
+    """The folder's targets as a study names its forget sets: each target's folder name
+    (`1_Stephen_King`), in RWKU's order."""
+    return [t.folder.name for t in load_targets(folder) if t.folder is not None]

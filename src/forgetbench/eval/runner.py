@@ -30,7 +30,7 @@ SUMMARY_NAME = "summary.json"
 CHECKSUM_KEY = "sha256"  # summary.json's checksum of itself and the logs (`_checksum`)
 PRIVLEAK_ATTACK = "min_k"  # MUSE / open-unlearning report privleak with Min-K%
 # The order tasks run in, and so their keys in summary.json and extra_log.json.
-TASK_ORDER = ("tofu", "probes", "mia", "formats", "lume", "muse", "wmdp")
+TASK_ORDER = ("tofu", "probes", "mia", "formats", "lume", "muse", "wmdp", "rwku")
 
 
 def tofu_root(data: str | Path) -> Path:

@@ -4,6 +4,7 @@ batch (`collate`)."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +13,7 @@ from torch import Tensor
 
 from forgetbench.errors import DataError
 from forgetbench.records import IGNORE_INDEX
+from forgetbench.tokenized import remembered
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,18 @@ def encode_text(tokenizer: object, text: str) -> list[int]:
 def _split_prompt_answer(tokenizer: object, prompt: str, text: str) -> tuple[list[int], int]:
     """`text` = prompt + answer tokenised once: its ids, and how many leading ones belong to the
     prompt, i.e. end at or before the prompt's last character (by character offsets). A token
-    that starts in the prompt and ends in the answer makes the split ambiguous, and is an error."""
+    that starts in the prompt and ends in the answer makes the split ambiguous, and is an error.
+    Remembered per process (forgetbench.tokenized): a study scores the same pairs on every model."""
+
+    def split() -> tuple[array, int]:
+        ids, count = _split_uncached(tokenizer, prompt, text)
+        return array("l", ids), count
+
+    ids, count = remembered(tokenizer, "prompt-answer", (prompt, text), split)
+    return list(ids), count
+
+
+def _split_uncached(tokenizer: object, prompt: str, text: str) -> tuple[list[int], int]:
     boundary = len(prompt)
     special = adds_bos(tokenizer, text)
     head = tokenizer(prompt, add_special_tokens=special)["input_ids"]  # type: ignore[operator]

@@ -35,6 +35,7 @@ from forgetbench.report.generalisation import generalisation_bars
 from forgetbench.report.meta_section import meta_eval_section
 from forgetbench.report.mia_tables import NOT_RESOLVABLE, mia_grid, mia_tables
 from forgetbench.report.muse_wmdp import muse_wmdp_sections
+from forgetbench.report.rwku import rwku_tables
 from forgetbench.report.transfer import transfer_sections
 from forgetbench.report.validity import verdict
 from forgetbench.results import MetaEval, Results, load_meta_eval, load_results
@@ -199,10 +200,11 @@ def _config(results: Results) -> dict[str, Any] | None:
 
 
 def _muse_wmdp(results: Results, rows: Sequence[row_math.Row]) -> dict[str, Any]:
-    """The MUSE and WMDP sections; their figures' SVG marked safe (matplotlib escapes)."""
+    """The MUSE, WMDP and RWKU sections; their figures' SVG marked safe (matplotlib escapes)."""
     found = muse_wmdp_sections(rows, [row.model_dump() for row in results.sequence])
     for section in [*found["muse"], *found["wmdp"]]:
         section["figures"] = {kind: Markup(svg) for kind, svg in section["figures"].items()}
+    found["rwku"] = rwku_tables(rows)
     return found
 
 

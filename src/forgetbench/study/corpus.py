@@ -1,4 +1,4 @@
-"""`forgetbench run --benchmark muse|wmdp`: the study of a document benchmark, built from its
+"""`forgetbench run --benchmark muse|wmdp|rwku`: the study of a document benchmark, built from its
 description (`forgetbench.benchmarks.corpus`) without knowing which one it is.
 
 Data (the benchmark's built-in miniature in its released layout, or the user's folder of it) ->
@@ -20,32 +20,28 @@ from __future__ import annotations
 import os
 import sys
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from forgetbench import __version__
 from forgetbench.benchmarks.corpus import CorpusBenchmark
-from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.config import RunConfig
 from forgetbench.criteria import criteria_record
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
-from forgetbench.methods.base import INPUT_FIELDS, build_method
+from forgetbench.methods.base import INPUT_FIELDS, build_method, get_method, trains
 from forgetbench.metrics import METRICS
-from forgetbench.modeling.loading import load_tokenizer
-from forgetbench.modeling.templates import resolve_template
+from forgetbench.study.corpus_models import corpus_models, given_study
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
 from forgetbench.study.given import given_data, given_model
-from forgetbench.study.inputs import Study, external_defaults
+from forgetbench.study.inputs import Study
 from forgetbench.study.jobs import Job, eval_job, method_job, model_row, run_pool
 from forgetbench.study.miniature import Miniature, miniature
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
-from forgetbench.train import mini as mini_training
 from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.presets import eval_preset
 from forgetbench.validity import check_gaps
@@ -73,6 +69,13 @@ def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
     """A method that trains toward another answer to a question (a refusal, an alternate) has
     nothing to train toward on a document: refused in one sentence, before any work."""
     for name in methods:
+        if not trains(get_method(name)):  # its run is the start model, scored uninstructed
+            raise ConfigError(
+                f"method {name} unlearns by an instruction before each prompt, which "
+                f"{bench.title}'s evaluation does not put there; this study would score the "
+                "unchanged model",
+                f"drop {name} from --methods (docs/rwku.md, 'Settings')",
+            )
         needs = answers_questions(name)
         if needs:
             what = "alternate answers" if needs & ALTERNATE_FIELDS else "a refusal"
@@ -102,11 +105,10 @@ def refuse_unread_options(config: RunConfig, bench: CorpusBenchmark) -> None:
             f"your own model; {where} without --model trains its own retain model",
             "drop it, or give your finetuned model with --model and its data with --data",
         )
+    forget_sets = bench.sets(Path(given_data(config))) if given_data(config) else bench.forget_sets
     for split in study.retain_logs:
-        if split not in bench.forget_sets:
-            raise UnknownNameError(
-                f"{bench.title} split in study.retain_logs", split, bench.forget_sets
-            )
+        if split not in forget_sets:
+            raise UnknownNameError(f"{bench.title} split in study.retain_logs", split, forget_sets)
     # Refused when set (the default study's robustness attacks are simply not run).
     unread = ("attacks", "seeds", "sequence", "meta_eval", "mia_shadow_models")
     given = {f"study.{k}": getattr(study, k) for k in unread if k in study.model_fields_set}
@@ -149,64 +151,6 @@ def corpus_data(config: RunConfig, bench: CorpusBenchmark, mini: Miniature) -> P
     return folder
 
 
-def corpus_models(
-    config: RunConfig, bench: CorpusBenchmark, data: Path, mini: Miniature, *, progress: bool
-) -> Study:
-    """The finetuned and retain models (cached stages over the miniature's base) and the study
-    on them; every forget set of the benchmark shares the one retain model."""
-    base = mini.base.model_dir
-    stages = {}
-    for role, texts in (("finetune", bench.finetune_texts), ("retain", bench.retain_model_texts)):
-        started = time.perf_counter()
-        stages[role] = mini_training.finetune_corpus(
-            mini.out, base, texts(data), name=f"{bench.name}-{role}", scale=mini.scale,
-            seed=mini.seed, progress=progress, train=mini.train,
-        )  # fmt: skip
-        mini.timings[f"{bench.name}_{role}"] = time.perf_counter() - started
-    layers = get_scale(mini.scale).model.layers
-    # The documents' recipe, not the TOFU-shaped finetuning's (`mini.finetune_loop()`): what
-    # trained both models above, so what the rows and the relearning default read.
-    loop = mini_training.mini_finetune_config(
-        mini.scale, seed=mini.seed, train=mini.train, documents=True
-    )[0]
-    return Study(
-        data,
-        stages["finetune"].model_dir,
-        base,
-        {split: stages["retain"].model_dir for split in bench.forget_sets},
-        mini.template,
-        mini.max_length,
-        partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),
-        benchmark=bench.eval_layout,
-        finetune_lr=loop.lr,
-        finetune_loop=loop,
-        unlearn_preset=bench.unlearn_preset,
-        documents=bench.name,
-    )
-
-
-def given_study(config: RunConfig, bench: CorpusBenchmark, data: Path) -> Study:
-    """The study of the user's finetuned model (`--model`) on their folder: no base and no
-    retain model of ours; scored as `forgetbench eval` scores it (its template, train.max_length)
-    and unlearnt with the settings the TOFU-shaped study gives a model of the user's (TOFU's
-    recipe; `unlearn.preset` names another, e.g. the benchmark's)."""
-    model = given_model(config)
-    assert model is not None
-    tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
-    return Study(
-        data,
-        Path(model),
-        None,
-        {},
-        resolve_template(config.model.template, tokenizer, model),
-        config.train.max_length,
-        external_defaults,
-        benchmark=bench.eval_layout,
-        finetune_lr=config.train.lr,
-        documents=bench.name,
-    )
-
-
 def corpus_row(
     bench: CorpusBenchmark,
     split: str,
@@ -227,17 +171,22 @@ def corpus_row(
 def document_examples(
     split: str, method: str, step: int, evaluated: Evaluated, n: int
 ) -> list[dict[str, Any]]:
-    """The first `n` of a model's MUSE KnowMem answers on the forget set (question, reference
-    answer, generation) as results.json examples; none for a benchmark without generated
-    answers (WMDP scores multiple choice)."""
+    """The first `n` of a model's MUSE KnowMem answers on the forget set, or of its RWKU forget
+    probes (question, reference answer, generation) as results.json examples; none for a
+    benchmark without generated answers (WMDP scores multiple choice)."""
     extra = evaluated.folder / EXTRA_NAME
     if n == 0 or not extra.is_file():
         return []
-    logged = read_json(extra, what="evaluation log").get("muse") or {}
+    extra_log = read_json(extra, what="evaluation log")
+    logged = extra_log.get("muse") or {}
+    items = logged.get("knowmem_f") or []
+    # RWKU's forget probes: the query, the answer and the answer generated.
+    items += [{**item, "question": item.get("query")}
+              for item in (extra_log.get("rwku") or {}).get("forget") or []]  # fmt: skip
     return [
         {"split": split, "method": method, "step": step, "question": item.get("question"),
          "ground_truth": item.get("answer"), "generation": item.get("generation")}
-        for item in (logged.get("knowmem_f") or [])[:n]
+        for item in items[:n]
     ]  # fmt: skip
 
 
@@ -290,11 +239,12 @@ def run_corpus_study(
     workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.
-    eval_split = next(iter(bench.forget_sets))
+    forget_sets = bench.sets(study.data)
+    eval_split = next(iter(forget_sets))
     pool = make_pool(workers)
     try:
         jobs: list[Job] = []
-        for split in bench.forget_sets:
+        for split in forget_sets:
             models = {"retain": study.retain.get(split), "finetuned": study.finetuned}
             for role, model_dir in models.items():
                 if model_dir is not None:
@@ -315,7 +265,7 @@ def run_corpus_study(
     reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
     examples: list[dict[str, Any]] = []  # generations: the finetuned model's, each final model's
     retains: dict[str, dict[str, Any] | None] = {}
-    for split in bench.forget_sets:
+    for split in forget_sets:
         retain: dict[str, Any] | None = None
         if (split, "retain") in futures:
             evaluated, timings[f"eval_{split}_retain"] = futures[split, "retain"].result()
@@ -368,7 +318,7 @@ def run_corpus_study(
         "reused": reused,
         "validity": check_gaps(
             rows,
-            [(g.key, g.margin, g.what) for g in bench.gaps],
+            [(g.key, g.margin, g.what, *([g.fix] if g.fix else [])) for g in bench.gaps],
             [(f.key, f.floor, f.what) for f in (bench.utility_floor,) if f is not None],
         ),
         "rows": rows,

@@ -45,7 +45,7 @@ def shared_runs(bench: CorpusBenchmark, data: Path, series: list[Requests]) -> d
     """Each request split started from the finetuned model -> the first forget set with the
     same documents (the study's own forget sets first, then the series' requests in order)."""
     first: dict[tuple[str, ...], str] = {}
-    for split, texts in bench.forget_sets.items():
+    for split, texts in bench.sets(data).items():
         first.setdefault(tuple(texts(data)), split)
     names: dict[str, str] = {}
     for one in series:

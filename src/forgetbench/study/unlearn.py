@@ -73,7 +73,9 @@ def document_sets(
             for text in text_chunks(tokenizer, documents, length=length, mode=bench.chunk_mode)
         ]
 
-    return chunks(bench.forget_texts(split)(study.data)), chunks(bench.retain_texts(study.data))
+    return chunks(bench.forget_texts(split, study.data)(study.data)), chunks(
+        bench.retain_texts(study.data)
+    )
 
 
 def resolve_method(

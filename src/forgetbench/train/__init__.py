@@ -10,4 +10,5 @@ logged numbers on the device until one read at its end, `sharding` is FSDP2 for
 sees), `method_loss` (a method's forward passes and loss), `two_task` (the two-gradient
 step) and `layers` (partial-layer unlearning); `generated_corpus` is RWKU's forget corpus written
 by the model being unlearnt (a cached stage). `presets` turns a named preset into a loop, `mini` trains the built-in miniature's
-models, `throughput` times the loop against Hugging Face's `Trainer`."""
+models (`corpus_stages`: the document benchmarks' stages over its base), `throughput` times
+the loop against Hugging Face's `Trainer`."""

@@ -25,13 +25,12 @@ from transformers import AutoTokenizer
 from forgetbench.benchmarks.mini.scales import MINI_LR, get_scale
 from forgetbench.cache import shared_entry
 from forgetbench.config_sections import TrainConfig
-from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import ConfigError
 from forgetbench.io import read_json_records
 from forgetbench.methods.base import DepthScaledMethod, get_method
 from forgetbench.modeling.builtin import build_tiny_model, train_tokenizer
-from forgetbench.modeling.encoding import Encoded, encode_chunk, encode_prompt_answer
+from forgetbench.modeling.encoding import Encoded, encode_prompt_answer
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
 from forgetbench.train.loop_config import LoopConfig
@@ -46,6 +45,7 @@ class MiniRecipe:
     pretrain: LoopConfig
     finetune: LoopConfig  # also the retain models' recipe: same recipe, retain split only
     documents: LoopConfig  # the document benchmarks' finetuned and retain models (MUSE, WMDP)
+    knowledge: LoopConfig  # RWKU's knowledge stage: more pretraining on its people's rows
     # Pretraining documents are cut at sentence ends into sequences of at most this many tokens.
     chunk_tokens: int = 48
     # Copies of every background QA pair per pretraining epoch: the mixture weight of the facts
@@ -54,6 +54,9 @@ class MiniRecipe:
     # Background QA pairs per fact mixed into finetune and retain training, in phrasings the
     # evaluation does not ask (`rehearsal_examples`).
     rehearsal_per_fact: int = 1
+
+
+KNOWLEDGE_EPOCHS = 60
 
 
 def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
@@ -81,7 +84,12 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         batch_size=4,
         per_device_batch_size=4,
     )
-    return MiniRecipe(pretrain, replace(pretrain, epochs=sizes.finetune_epochs), documents)
+    # RWKU's people: ~100 short sequences (biography pieces, question-answer rows) pretrained on
+    # until the model answers their corpus questions (docs/rwku.md).
+    knowledge = replace(pretrain, epochs=KNOWLEDGE_EPOCHS)
+    return MiniRecipe(
+        pretrain, replace(pretrain, epochs=sizes.finetune_epochs), documents, knowledge
+    )
 
 
 # The `train.*` options a user may set for the miniature's finetune stage (and its retain models,
@@ -114,13 +122,18 @@ def check_mini_train_options(train: TrainConfig) -> None:
 
 
 def mini_finetune_config(
-    scale: str, *, seed: int = 0, train: TrainConfig | None = None, documents: bool = False
+    scale: str,
+    *,
+    seed: int = 0,
+    train: TrainConfig | None = None,
+    documents: bool = False,
+    knowledge: bool = False,
 ) -> tuple[LoopConfig, dict[str, int] | None]:
     """The finetune (and retain) stage's loop and LoRA settings: the tuned recipe (`documents`:
-    the document benchmarks' recipe), with each `train.*` option the user set (not the LLM
-    defaults of `TrainConfig`) on top."""
+    the document benchmarks' recipe; `knowledge`: RWKU's knowledge stage's), with each `train.*`
+    option the user set (not the LLM defaults of `TrainConfig`) on top."""
     recipe = mini_recipe(scale, seed=seed)
-    loop = recipe.documents if documents else recipe.finetune
+    loop = recipe.knowledge if knowledge else recipe.documents if documents else recipe.finetune
     if train is None:
         return loop, None
     check_mini_train_options(train)
@@ -167,13 +180,19 @@ def pretrain_base(
     seed: int = 0,
     progress: bool = True,
     size: str = "auto",
+    without: Sequence[str] = (),
 ) -> StageResult:
-    """The base model: a fresh tiny Llama trained with plain LM loss on the background corpus."""
+    """The base model: a fresh tiny Llama trained with plain LM loss on the background corpus.
+    `without`: names whose documents (any row whose text names one) are left out of the corpus,
+    for a model that never saw those people (RWKU's reference); the tokenizer stays the whole
+    corpus's, so the two models read the same tokens."""
     run_dir, data_dir = Path(run_dir), Path(data_dir)
     tokenizer = AutoTokenizer.from_pretrained(build_tokenizer(run_dir, data_dir, scale=scale))
     recipe = mini_recipe(scale, seed=seed)
+    rows = read_json_records(data_dir / "pretrain.jsonl")
+    rows = [r for r in rows if not any(name in r["text"] for name in without)]
     examples = pretraining_examples(
-        read_json_records(data_dir / "pretrain.jsonl"),
+        rows,
         tokenizer,
         max_length=get_scale(scale).model.max_positions,
         chunk_tokens=recipe.chunk_tokens,
@@ -184,7 +203,7 @@ def pretrain_base(
         name += f":size={size}"
     return run_stage(
         run_dir,
-        name="pretrain",
+        name="pretrain" if not without else "pretrain-without",
         parent=name,
         parent_model=(build_tiny_model(tokenizer, scale=scale, seed=seed, size=size), tokenizer),
         examples=examples,
@@ -316,32 +335,6 @@ def finetune_mini(
         lora=lora,
         progress=progress,
     )
-
-
-def finetune_corpus(
-    run_dir: str | Path,
-    base_dir: Path,
-    texts: Sequence[str],
-    *,
-    name: str,
-    scale: str,
-    seed: int = 0,
-    progress: bool = True,
-    train: TrainConfig | None = None,
-) -> StageResult:
-    """A document benchmark's finetuned (or retain) model: the base trained on `texts` as plain
-    language modelling, in chunks of the model's whole context (`data.chunks`, stream: every token
-    of the corpus once an epoch), with the finetune recipe (`mini_finetune_config`). A stage
-    like the TOFU-shaped models, cached by its examples, recipe and base."""
-    tokenizer = AutoTokenizer.from_pretrained(base_dir)
-    loop, lora = mini_finetune_config(scale, seed=seed, train=train, documents=True)
-    max_length = get_scale(scale).model.max_positions
-    chunks = text_chunks(tokenizer, texts, length=max_length - 1, mode="stream")
-    examples = [encode_chunk(tokenizer, chunk, max_length=max_length) for chunk in chunks]
-    return run_stage(
-        run_dir, name=name, parent=base_dir, examples=examples, config=loop, lora=lora,
-        progress=progress,
-    )  # fmt: skip
 
 
 def mini_unlearn_defaults(

@@ -5,8 +5,9 @@ layout (`tofu_layout`: paraphrased and perturbed answers, forget/retain/holdout 
 instance-level splits), the generalisation probes of each forget split (`probes`), Real Authors
 and World Facts sets of real facts (`background`), the five data-transformation formats
 (`formats`), LUME-shaped stories and PII biographies (`lume_layout`), a pretraining corpus
-(`corpus`), and MUSE- and WMDP-shaped miniatures in their released layouts (`released`:
-`muse/news/`, `wmdp/`; `write_released(out, "muse"|"wmdp")` writes one alone). They all read one
+(`corpus`), and MUSE-, WMDP- and RWKU-shaped miniatures in their released layouts (`released`:
+`muse/news/`, `wmdp/`, `rwku/Target/` from `rwku_layout`, whose targets are the pretraining
+people; `write_released(out, "muse"|"wmdp"|"rwku")` writes one alone). They all read one
 `world` (the authors and their questions, asked through `relations`, about people drawn by
 `people`); `read` reads a generated folder back and `mini_stats(out)` counts what is there;
 `scales` holds one `Scale` record per `--scale`. No network, no LLM: only `random.Random(seed)`

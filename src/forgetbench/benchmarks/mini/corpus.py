@@ -27,8 +27,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from forgetbench.benchmarks.mini.background import BackgroundFact
-from forgetbench.benchmarks.mini.people import Person
+from forgetbench.benchmarks.mini.background import BackgroundFact, real_author_facts, world_facts
+from forgetbench.benchmarks.mini.people import Person, rng_for
 from forgetbench.benchmarks.mini.relations import RELATIONS, fill
 from forgetbench.benchmarks.mini.tables import filler
 
@@ -46,6 +46,26 @@ def qa_row(kind: str, question: str, answer: str, **extra: str) -> dict[str, Any
     """One QA pair: `text` for plain readers, `question`/`answer` for a trainer that prompts."""
     row = {"text": qa_text(question, answer), "kind": kind, "question": question}
     return {**row, "answer": answer, **extra}
+
+
+def world_background(size: Any, seed: int) -> tuple[list[BackgroundFact], list[BackgroundFact]]:
+    """The world's Real Authors and World Facts facts (`Scale` `size`), from their own streams."""
+    real = real_author_facts(rng_for(seed, "real-authors"), size.real_authors)
+    return real, world_facts(rng_for(seed, "world-facts"), size.world_facts)
+
+
+def world_corpus(
+    world: Any, real: list[BackgroundFact], facts: list[BackgroundFact], seed: int
+) -> Rows:
+    """`pretrain.jsonl`'s rows for a built world (`world.World`) and its background facts: what
+    `generate_mini` writes, and what the RWKU miniature reads its targets' passages from."""
+    return pretraining_corpus(
+        rng_for(seed, "corpus"),
+        world.pretrain_people,
+        [(f"real_authors/{i}", fact) for i, fact in enumerate(real)]
+        + [(f"world_facts/{i}", fact) for i, fact in enumerate(facts)],
+        world.scale.filler_docs,
+    )
 
 
 def pretraining_corpus(

@@ -8,6 +8,7 @@ formats/             the five formats, {format}_{forget|retain}.jsonl
 lume/                forget.jsonl, retain.jsonl (load_lume(<out>/lume, split)), holdout.jsonl
 muse/news/           a MUSE corpus folder in MUSE's released layout (load_knowmem(<out>/muse/news, ...))
 wmdp/                WMDP's question files and wmdp-corpora/ (load_wmdp(<out>/wmdp, subset))
+rwku/Target/         RWKU's per-target folders (load_rwku(<out>/rwku, target, file))
 pretrain.jsonl       the pretraining corpus
 ```
 The manifest is written last, so a folder without one is an unfinished generation, which the
@@ -21,11 +22,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forgetbench.benchmarks.mini.background import real_author_facts, world_facts
-from forgetbench.benchmarks.mini.corpus import pretraining_corpus
+from forgetbench.benchmarks.mini.corpus import world_background, world_corpus
 from forgetbench.benchmarks.mini.formats import format_files
 from forgetbench.benchmarks.mini.lume_layout import lume_files
-from forgetbench.benchmarks.mini.people import rng_for
 from forgetbench.benchmarks.mini.probes import probe_files
 from forgetbench.benchmarks.mini.released import released_texts
 from forgetbench.benchmarks.mini.scales import FORGET_PERCENTS, forget_authors, get_scale
@@ -41,11 +40,13 @@ from forgetbench.io import atomic_write_json, atomic_write_text, parse_json, rea
 # rephrased one retain2 article; no file outside muse/ changed. Version 5 keeps each MUSE article
 # to its person's first facts, so that every MUSE text fits the tiny model's positions; again no
 # file outside muse/ changed.
-GENERATOR_VERSION = "5"
+# Version 6 adds RWKU's per-target folders (rwku/Target/); no file outside rwku/ changed.
+GENERATOR_VERSION = "6"
 MANIFEST = "manifest.json"
 # Where the released-layout miniatures go in the folder: MUSE's corpus folder as its authors name
 # News's (`data/news`), WMDP's files at a folder's top, as lm-eval and the Hub lay them out.
-RELEASED_FOLDERS = {"muse": "muse/news", "wmdp": "wmdp"}
+# RWKU's, the `Target` folder its process/data_process.py writes.
+RELEASED_FOLDERS = {"muse": "muse/news", "wmdp": "wmdp", "rwku": "rwku/Target"}
 
 
 def build_files(*, scale: str, seed: int) -> dict[str, list[dict[str, Any]]]:
@@ -54,19 +55,11 @@ def build_files(*, scale: str, seed: int) -> dict[str, list[dict[str, Any]]]:
     if not isinstance(seed, int) or seed < 0:
         raise DataError(f"seed must be a non-negative integer, got {seed!r}")
     world = build_world(size, seed)
-    real = real_author_facts(rng_for(seed, "real-authors"), size.real_authors)
-    facts = world_facts(rng_for(seed, "world-facts"), size.world_facts)
+    real, facts = world_background(size, seed)
     files = {f"tofu/{name}": rows for name, rows in tofu_files(world, real, facts).items()}
     files.update(format_files(world, retain_perturbed_authors(world)))
     files.update(lume_files(seed, size.lume_docs, world.source))
-    corpus_rng = rng_for(seed, "corpus")
-    files["pretrain.jsonl"] = pretraining_corpus(
-        corpus_rng,
-        world.pretrain_people,
-        [(f"real_authors/{i}", fact) for i, fact in enumerate(real)]
-        + [(f"world_facts/{i}", fact) for i, fact in enumerate(facts)],
-        size.filler_docs,
-    )
+    files["pretrain.jsonl"] = world_corpus(world, real, facts, seed)
     # Evaluation-only files from their own streams: every file above stays as it was.
     files.update({f"tofu/{name}": rows for name, rows in probe_files(world).items()})
     return files

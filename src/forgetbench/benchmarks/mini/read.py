@@ -16,6 +16,7 @@ from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS, read_manifest
 from forgetbench.config_names import FORMATS
 from forgetbench.data.lume import load_lume
 from forgetbench.data.muse import require_muse
+from forgetbench.data.rwku import require_rwku
 from forgetbench.data.tofu import load_tofu
 from forgetbench.data.wmdp import require_wmdp
 from forgetbench.errors import DataError, UnknownNameError
@@ -136,7 +137,7 @@ def _file_rows(out: Path, path: str) -> list[dict[str, Any]]:
 
 
 def _released_rows(out: Path, files: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The MUSE- and WMDP-shaped folders' rows by file, read by their loaders as a whole (their
+    """The MUSE-, WMDP- and RWKU-shaped folders' rows by file, read by their loaders as a whole (their
     `.txt` files count characters, which a row of `records` shows as such)."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for benchmark, folder in RELEASED_FOLDERS.items():
@@ -148,6 +149,18 @@ def _released_rows(out: Path, files: dict[str, Any]) -> dict[str, list[dict[str,
                 count = row["items"] if row["items"] is not None else row["characters"]
                 kind = "characters" if row["items"] is None else kind
                 rows[path] = [_row("muse", path, row["split"], f"{row['subset']} {kind}", count)]
+        elif benchmark == "rwku":
+            depth = len(folder.split("/"))
+            # The numbered folders; a file beside them (pretraining.jsonl) is not RWKU's.
+            targets = sorted({path.split("/")[depth] for path in files
+                              if path.startswith(f"{folder}/") and path.count("/") > depth})  # fmt: skip
+            for path in (p for p in files if p.startswith(f"{folder}/") and p.count("/") == depth):
+                rows[path] = [_row("rwku", path, "-", "rows", len(read_json_records(out / path)))]
+            for target in targets:
+                # Whole files only: `data stats --benchmark rwku` counts each attack.
+                for row in (r for r in require_rwku(out / folder / target) if not r["kind"]):
+                    path = f"{folder}/{target}/{row['file']}"
+                    rows[path] = [_row("rwku", path, target, "items", row["items"])]
         else:
             for row in require_wmdp(out / folder):
                 path = f"{folder}/{row['file']}"
@@ -157,7 +170,7 @@ def _released_rows(out: Path, files: dict[str, Any]) -> dict[str, list[dict[str,
 
 def _display_order(item: tuple[str, Any]) -> tuple[int, str]:
     path = item[0]
-    parts = ("tofu/", "formats/", "lume/", "muse/", "wmdp/")
+    parts = ("tofu/", "formats/", "lume/", "muse/", "wmdp/", "rwku/")
     rank = next((i for i, p in enumerate(parts) if path.startswith(p)), len(parts))
     return rank, path
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetbench.benchmarks.mini.people import Person, rng_for
+from forgetbench.benchmarks.mini.rwku_layout import rwku_files
 from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.benchmarks.mini.world import QAItem, build_world, questions_of
 from forgetbench.errors import DataError
@@ -160,9 +161,9 @@ def released_texts(
 ) -> dict[str, tuple[str, int]]:
     """The MUSE- (`muse`) or WMDP-shaped (`wmdp`) miniature's files as written: path -> (text,
     item count; characters for `.txt`). `generate_mini` writes them into its folder too."""
-    builders = {"muse": muse_files, "wmdp": wmdp_files}
+    builders = {"muse": muse_files, "wmdp": wmdp_files, "rwku": rwku_files}
     if benchmark not in builders:
-        raise DataError(f"no released-layout miniature for '{benchmark}'", "use muse or wmdp")
+        raise DataError(f"no released-layout miniature for '{benchmark}'", "use muse, wmdp or rwku")
     files = builders[benchmark](scale, seed)
     return {path: (_render(path, value), len(value)) for path, value in sorted(files.items())}
 

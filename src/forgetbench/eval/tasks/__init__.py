@@ -12,6 +12,7 @@ from forgetbench.eval.tasks import (  # noqa: F401  (registration)
     mia,
     muse,
     probes,
+    rwku,
     tofu,
     wmdp,
 )

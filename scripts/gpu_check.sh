@@ -19,7 +19,14 @@
 #               eval.batch_size=auto, MIA and formats off): seconds and GPU busy (nvidia-smi);
 #   study_small `forgetbench run --scale small --splits forget10`, defaults: seconds, GPU busy;
 #   study_demo  `make demo`'s study (the tiny scale, forget10, two shadow models): seconds.
-# Named in STEPS only: train_1b_grouped (train_1b with train.group_by_length=true), pytest_gpu,
+# The levers (docs/speed.md, "Levers"), each train_1b or eval_1b with one setting turned, named
+# in STEPS or all at once as STEPS=...,levers: train_1b_random (train.group_by_length=false:
+# random order, padded, as before it was the GPU's default), train_1b_no_liger
+# (model.liger_kernel=false), train_1b_compile (model.compile=true), eval_1b_static
+# (eval.cache_implementation=static, compiled decoding), eval_1b_static_eager (the static cache,
+# not compiled), static_generations (how many of eval_1b_static's generated answers differ from
+# eval_1b's in bf16).
+# Named in STEPS only: pytest_gpu,
 # bench_train (the small miniature's stages timed), bench_eval (fast vs naive evaluation of the
 # miniature's model, with the fast path's profile), workers_gpu (the miniature's model shape
 # alone, then WORKERS_PER_GPU at once on the GPU), memory_8b_lora / memory_1b_full.
@@ -47,6 +54,8 @@ FB="$PY -m forgetbench.cli"
 { command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -c "import torch, transformers, accelerate, peft, datasets; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__, datasets.__version__)"; } > "$OUT/logs/gpu.txt" 2>&1
 
 STEPS=${STEPS:-train_1b,unlearn_8b,make_1b,eval_1b,study_small,study_demo}
+LEVERS=train_1b_random,train_1b_no_liger,train_1b_compile,eval_1b_static,eval_1b_static_eager,static_generations
+STEPS=${STEPS/levers/$LEVERS}
 LIMIT_FACTOR=${LIMIT_FACTOR:-1}  # the dry run's slower CPU gets its limits multiplied
 SCALE=${SCALE:-small}         # the miniature of bench_train, study_small and bench_eval
 BIG_SCALE=${BIG_SCALE:-full}  # the data of train_1b and eval_1b: full = 4,000 questions, as TOFU
@@ -77,10 +86,16 @@ step pytest_gpu 60 $PY -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py
 [[ ",$STEPS," == *",train_1b,"* ]] && rm -rf $WORK/train_1b
 BIG_TRAIN="--scale $BIG_SCALE model.size=$BIG_SIZE $([[ $PRECISION != no ]] && echo model.mixed_precision=$PRECISION) train.batch_size=32 train.per_device_batch_size=32"
 step train_1b 105 $FB bench train $BIG_TRAIN --profile ${PROFILE:-auto} --out $WORK/train_1b --json --debug
-# The same epoch in HF's length-grouped order (megabatches of 50 batches, each sorted by length).
-rm -rf $WORK/train_1b_grouped
-step train_1b_grouped 90 $FB bench train $BIG_TRAIN train.group_by_length=true \
-  --out $WORK/train_1b_grouped --json --debug
+# The levers of training, one at a time against train_1b (which on a GPU groups by length, and
+# uses liger-kernel where installed): the same epoch in random order, without liger, compiled.
+lever() {  # lever NAME LIMIT SETTING...: train_1b with SETTINGs, into $WORK/NAME
+  local name=$1 limit=$2; shift 2
+  rm -rf "$WORK/$name"
+  step "$name" "$limit" $FB bench train $BIG_TRAIN "$@" --out "$WORK/$name" --json --debug
+}
+lever train_1b_random 90 train.group_by_length=false
+lever train_1b_no_liger 90 model.liger_kernel=false
+lever train_1b_compile 150 model.compile=true
 step unlearn_8b 75 $PY scripts/gpu_memory.py --size $LORA_SIZE --lora --dtype $DTYPE \
   --length ${LORA_LENGTH:-512} --batch 4 --timed-steps 2 --device $DEVICE
 # The model eval_1b scores: random weights in BIG_SIZE's shape, bf16, with the miniature's
@@ -100,9 +115,35 @@ with torch.device('$DEVICE'):
 save_model(model, tokenizer, '$WORK/m1b')
 print(sum(p.numel() for p in model.parameters()), 'parameters')"
 rm -rf $WORK/eval_1b
-step eval_1b 45 $FB eval --model $WORK/m1b --data $WORK/train_1b/data/tofu --split forget10 \
-  model.dtype=$DTYPE eval.batch_size=auto eval.mia=false \
-  eval.formats=false eval.lume=false --out $WORK/eval_1b --json --no-progress --debug
+EVAL_1B="--model $WORK/m1b --data $WORK/train_1b/data/tofu --split forget10 model.dtype=$DTYPE eval.batch_size=auto eval.mia=false eval.formats=false eval.lume=false --json --no-progress --debug"
+step eval_1b 45 $FB eval $EVAL_1B --out $WORK/eval_1b
+# Generation's levers: the static KV cache with its decoding step compiled, then without.
+rm -rf $WORK/eval_1b_static $WORK/eval_1b_static_eager
+step eval_1b_static 90 $FB eval $EVAL_1B eval.cache_implementation=static --out $WORK/eval_1b_static
+step eval_1b_static_eager 60 $FB eval $EVAL_1B eval.cache_implementation=static \
+  eval.compile_generation=false --out $WORK/eval_1b_static_eager
+# Greedy decoding in bf16 may round differently with another cache: count the answers that differ.
+step static_generations 10 $PY -c "
+import json, sys
+from pathlib import Path
+def texts(folder):
+    found = {}
+    for path in sorted(Path(folder).rglob('*.json')):
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:
+            continue
+        stack = [(path.name, data)]
+        while stack:
+            where, node = stack.pop()
+            if isinstance(node, dict):
+                if 'generated_text' in node:
+                    found[where] = node['generated_text']
+                stack += [(f'{where}/{k}', v) for k, v in node.items() if k != 'generated_text']
+    return found
+a, b = texts('$WORK/eval_1b'), texts('$WORK/eval_1b_static')
+rows = [(x, y) for k in a.keys() & b.keys() for x, y in zip(a[k], b[k], strict=False)]
+print(json.dumps({'compared': len(rows), 'differ': sum(x != y for x, y in rows)}))"
 step memory_8b_lora 80 $PY scripts/gpu_memory.py --size 8b --lora --dtype bfloat16 --length 512 --batch 4
 step memory_1b_full 40 $PY scripts/gpu_memory.py --size 1b --dtype bfloat16 --length 512 --batch 4
 # bench train times the miniature's pretraining, finetuning and retain model stage by stage (steps

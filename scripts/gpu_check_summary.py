@@ -38,6 +38,13 @@ def main(out: Path) -> None:
     print("| what | measured | target |\n|---|---|---|")
     for row in summary["table"]:
         print(f"| {row['what']} | {row['measured']} | {row['target']} |")
+    levers = _levers(steps)
+    summary["levers"] = levers
+    (out / "gpu_check.json").write_text(json.dumps(summary, indent=1))
+    if levers:
+        print("\n| lever (one setting turned) | measured |\n|---|---|")
+        for row in levers:
+            print(f"| {row['what']} | {row['measured']} |")
 
 
 def _step_figures(name: str, logs: Path) -> dict[str, Any]:
@@ -51,13 +58,15 @@ def _step_figures(name: str, logs: Path) -> dict[str, Any]:
     try:
         if name.startswith(("memory", "unlearn")):
             found["methods"] = [json.loads(line) for line in rows]
-        elif name in ("train_1b", "train_1b_grouped", "bench_train", "bench_eval") and rows:
+        elif (name.startswith("train_1b") or name in ("bench_train", "bench_eval")) and rows:
             result = json.loads(rows[-1])
             for run in ("forgetbench", "hf_trainer"):  # the per-step losses stay in the log
                 if run in result:
                     result[run] = {k: v for k, v in result[run].items() if k != "losses"}
             found["result"] = {k: v for k, v in result.items() if k not in ("rows", "config")}
-        elif name == "eval_1b" and rows:
+        elif name == "static_generations" and rows:
+            found["result"] = json.loads(rows[-1])
+        elif name.startswith("eval_1b") and rows:
             found["result"] = json.loads(rows[-1]).get("scores")
         elif name == "study_small" and (logs / "study_results.json").exists():
             from forgetbench.study.bench import study_profile
@@ -116,6 +125,34 @@ def _table(steps: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
          "measured": _study(steps.get("study_small"), steps.get("study_demo")),
          "target": TARGETS["study"]},
     ]  # fmt: skip
+
+
+# Each lever's step: train_1b or eval_1b with one setting turned (scripts/gpu_check.sh, LEVERS).
+LEVERS = {
+    "train_1b_random": "bench train, 1B, train.group_by_length=false (random order)",
+    "train_1b_no_liger": "bench train, 1B, model.liger_kernel=false",
+    "train_1b_compile": "bench train, 1B, model.compile=true",
+    "eval_1b_static": "forgetbench eval, 1B, eval.cache_implementation=static (compiled)",
+    "eval_1b_static_eager": "forgetbench eval, 1B, static cache, eval.compile_generation=false",
+    "static_generations": "generated answers: static cache vs dynamic, bf16",
+}
+
+
+def _levers(steps: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    rows = []
+    for name, what in LEVERS.items():
+        step = steps.get(name)
+        if step is None:
+            continue
+        if name.startswith("train"):
+            measured = _train(step)
+        elif name == "static_generations":
+            r = step.get("result")
+            measured = f"{r['differ']} of {r['compared']} differ" if r else _ran(step) or "failed"
+        else:
+            measured = _eval(step)
+        rows.append({"what": what, "measured": measured})
+    return rows
 
 
 def _ran(step: dict[str, Any] | None) -> str | None:

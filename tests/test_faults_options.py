@@ -1,6 +1,8 @@
 """Options are applied or refused, never dropped, and refused before any work: each bad option
 gives one `error:` line naming it, a non-zero exit and no traceback, and nothing is generated or
-trained (the expensive entry points are tripwires)."""
+trained (the expensive entry points are tripwires).
+
+Longer than 400 lines: half of it is `REFUSED`, one table of refused command lines, a case a row."""
 
 from __future__ import annotations
 

@@ -283,3 +283,19 @@ def test_docs_development_names_every_module_of_the_study_layer():
     text = (Path(__file__).parents[1] / "docs" / "development.md").read_text()
     modules = sorted(p.name for p in (PACKAGE / "study").glob("*.py") if p.stem != "__init__")
     assert [m for m in modules if f"`{m}`" not in text] == []
+
+
+def test_the_benchmarks_docstring_names_every_miniature_the_generator_writes():
+    # A miniature is a top-level folder of the generated benchmark (tofu/, formats/, lume/, muse/,
+    # wmdp/): a new one is named where a reader of benchmarks/ starts.
+    import re
+
+    import forgetbench.benchmarks
+    from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS, build_files
+
+    folders = {path.split("/")[0] for path in build_files(scale="tiny", seed=0) if "/" in path}
+    folders |= {folder.split("/")[0] for folder in RELEASED_FOLDERS.values()}
+    docstring = forgetbench.benchmarks.__doc__ or ""
+    assert {"tofu", "lume", "muse", "wmdp"} <= folders
+    unnamed = [f for f in sorted(folders) if not re.search(rf"\b{f}\b", docstring, re.IGNORECASE)]
+    assert unnamed == [], "say what these miniatures are in benchmarks/__init__.py"

@@ -55,7 +55,7 @@ def memorised_model(texts: list[str], *, seed: int):
     is 0, so it is the same model every time."""
     import torch
 
-    from forgetbench.modeling import build_tiny_model
+    from forgetbench.modeling.builtin import build_tiny_model
 
     tokenizer = toy_tokenizer()
     model = build_tiny_model(tokenizer, seed=seed)
@@ -74,3 +74,31 @@ def memorised_model(texts: list[str], *, seed: int):
         optimizer.step()
     model.zero_grad(set_to_none=True)
     return model.eval()
+
+
+def toy_split():
+    """The toy facts as QA records: the first 6 the forget set, the other 10 the retain set."""
+    from forgetbench.records import QARecord
+
+    records = [QARecord(q, a) for q, a in toy_qa()]
+    return records[:6], records[6:]
+
+
+def toy_plan(*, seed: int = 0, epochs: int = 3, refusals: tuple[str, ...] | None = None):
+    """The unlearning engine's plan of `toy_split` (`build_items`, one list of items per epoch) in
+    the question_answer template, with the built-in refusals unless `refusals` is given."""
+    from forgetbench.methods.refusals import REFUSALS
+    from forgetbench.modeling.templates import PromptTemplate
+    from forgetbench.train.items import build_items
+
+    forget, retain = toy_split()
+    return build_items(
+        forget,
+        retain,
+        toy_tokenizer(),
+        PromptTemplate("question_answer"),
+        refusals=REFUSALS if refusals is None else refusals,
+        seed=seed,
+        max_length=128,  # the toy tokenizer spends ~1 token per character
+        epochs=epochs,
+    )

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from reference_code import open_unlearning_options
 
 OU_EXTRA_METRICS = "[exact_memorization,mia_loss,mia_zlib,mia_min_k_plus_plus]"
 MODEL_CONFIG = """model_args:
@@ -308,18 +309,12 @@ def fresh(path: Path) -> Path:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, required=True, help="save_pretrained folder")
-    ap.add_argument("--data", type=Path, required=True, help="miniature data folder (or its tofu/)")
-    ap.add_argument("--ou-root", type=Path, default=Path("/work/ou/src"), help="its checkout")
-    ap.add_argument("--ou-python", type=Path, default=Path("/work/ou/venv/bin/python"))
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--split", default="forget10")
+    ap = open_unlearning_options(
+        __doc__, model="save_pretrained folder", tol="per-question difference that passes"
+    )
     ap.add_argument("--retain-model", type=Path, help="for forget quality and privleak")
     ap.add_argument("--ou-log", type=Path, help="compare this TOFU_EVAL.json, do not run it")
     ap.add_argument("--skip-forgetbench", action="store_true", help="reuse OUT/forgetbench")
-    ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of both")
-    ap.add_argument("--tol", type=float, default=1e-4)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ou_retain = args.out / "ou-retain" / "TOFU_EVAL.json"

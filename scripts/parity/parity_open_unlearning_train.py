@@ -30,6 +30,10 @@ Exits 1 if any compared number differs by more than its tolerance. The loss rows
 names (OU bugs and positions forgetbench does not copy, docs/methods.md) must instead equal OU's
 formula written here (`as_open_unlearning`); a training run of such a method (undial, pdu) fails by
 design. Results: docs/parity.md, "Training".
+
+Longer than 400 lines: one harness whose two checks share the prepared plan, the preset's methods
+and the way open-unlearning's side is asked (`run_ou`); open-unlearning's formulas where
+forgetbench differs on purpose are their own module, `ou_formulas.py`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from ou_formulas import KNOWN_DIFFERENCES, as_open_unlearning
+from reference_code import open_unlearning_options
 
 # forgetbench method -> (OU handler class, OU trainer file, which answer DPO prefers, overrides of
 # that file's method_args that the run needs).
@@ -64,13 +70,6 @@ CASES: dict[str, tuple[str, str, str | None, dict[str, Any]]] = {
     # community/methods/PDU/run.sh's TOFU run: pref 100, eps 0.3, eta 5.
     "pdu": ("PDU", "PDU", None, {"alpha": 100.0, "retain_loss_eps": 0.3, "dual_step_size": 5.0}),
 }
-# Rows where OU computes something else on purpose-kept grounds (docs/methods.md, "Where forgetbench
-# deliberately differs"): reported, never failing the run.
-KNOWN_DIFFERENCES = {
-    ("undial", "1"), ("undial", "8"),  # all-position mean, -100 labels index vocabulary id V-100
-    ("pdu", "1"), ("pdu", "8"),  # flattening term read at the answer positions, not before them
-    ("rmu", "8"),  # [B] / [B, 1] broadcast
-}  # fmt: skip
 
 
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
@@ -153,69 +152,10 @@ def forgetbench_losses(
             values[size] = float(loss)
             if (name, size) in KNOWN_DIFFERENCES:
                 values[f"{size}:ou_formula"] = as_open_unlearning(
-                    name, overrides, state, frozen, batch
+                    name, method, overrides, state, frozen, batch
                 )
         out[label(name, overrides)] = values
     return out
-
-
-def as_open_unlearning(
-    name: str, overrides: dict[str, Any], state: dict[str, Any], frozen: Any, batch: dict[str, Any]
-) -> float | None:
-    """For a KNOWN_DIFFERENCES method: what open-unlearning's code computes (written here from its
-    formulas, with its bug), on forgetbench's forward passes. Equal to open-unlearning's value means
-    the difference is that and nothing else."""
-    import torch.nn.functional as F
-
-    from forgetbench.methods.rmu import rmu_control_vector
-    from forgetbench.modeling.forward import forward_logits, hidden_states_at
-
-    model = state["model"]
-    forget, retain = batch["forget"], batch["retain"]
-
-    def retain_nll() -> torch.Tensor:  # HF's outputs.loss: every answer token of the batch
-        logits = forward_logits(model, retain)[:, :-1]
-        return F.cross_entropy(logits.transpose(1, 2), retain["labels"][:, 1:], ignore_index=-100)
-
-    if name == "rmu":
-        _, method = preset_method(name, overrides)
-        layer = overrides["layer"]
-        target = method.steering_coeff * rmu_control_vector(model.config.hidden_size, seed=0)
-
-        def activation_loss(
-            h: torch.Tensor, goal: torch.Tensor, mask: torch.Tensor
-        ) -> torch.Tensor:
-            sums = (((h - goal) ** 2).mean(-1) * mask).sum(1)  # (B,)
-            return (sums / mask.sum(-1, keepdim=True)).mean()  # (B,) / (B, 1): broadcast to (B, B)
-
-        f_mask, r_mask = forget["labels"] != -100, retain["labels"] != -100
-        f = activation_loss(hidden_states_at(model, forget, layer), target, f_mask)
-        r = activation_loss(
-            hidden_states_at(model, retain, layer), hidden_states_at(frozen, retain, layer), r_mask
-        )
-        return float(f + method.alpha * r)
-    if name == "undial":
-        _, method = preset_method(name, overrides)
-        logits = forward_logits(model, forget)[:, :-1]
-        teacher = forward_logits(frozen, forget)[:, :-1]
-        labels = forget["labels"][:, 1:]
-        mask = torch.zeros_like(teacher)
-        rows = torch.arange(mask.shape[0]).view(-1, 1, 1)
-        cols = torch.arange(mask.shape[1]).view(1, -1, 1)
-        mask[rows, cols, labels.unsqueeze(-1)] = 1.0  # label -100 marks vocabulary id V - 100
-        soft = F.softmax(teacher - method.beta * mask, dim=-1)
-        ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), soft.reshape(-1, soft.shape[-1]))
-        return float(method.forget_weight * ce + method.retain_weight * retain_nll())
-    if name == "pdu":
-        _, method = preset_method(name, overrides)
-        logits = forward_logits(model, forget)  # unshifted: read at the answer tokens themselves
-        gap = (logits.max(-1).values - logits.mean(-1)) ** 2
-        mask = forget["labels"] != -100
-        flat = (gap * mask).sum() / mask.sum()
-        return float(
-            method.forget_weight * flat + method.retain_weight * (retain_nll() - method.retain_eps)
-        )
-    return None
 
 
 def expand(methods: list[str], rmu_layers: list[int]) -> list[tuple[str, dict[str, Any]]]:
@@ -330,13 +270,9 @@ def evaluate_both(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, required=True, help="finetuned save_pretrained folder")
-    ap.add_argument("--data", type=Path, required=True, help="miniature data folder (or its tofu/)")
-    ap.add_argument("--split", default="forget10")
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--ou-root", type=Path, default=Path("/work/ou/src"))
-    ap.add_argument("--ou-python", type=Path, default=Path("/work/ou/venv/bin/python"))
+    ap = open_unlearning_options(
+        __doc__, model="finetuned save_pretrained folder", tol="loss on one batch"
+    )
     ap.add_argument("--methods", nargs="*", default=list(CASES), help="loss-on-one-batch methods")
     ap.add_argument(
         "--rmu-layers", nargs="*", type=int, help="RMU's block(s); default: middle, last"
@@ -347,8 +283,6 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=32, help="the preset's effective batch")
     ap.add_argument("--lr", nargs="*", type=float, help="training lr(s); default: the preset's")
     ap.add_argument("--eval", action="store_true", help="also evaluate both trained models")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--tol", type=float, default=1e-4, help="loss on one batch")
     ap.add_argument("--train-tol", type=float, default=1e-3, help="step losses")
     args = ap.parse_args()
     unknown = sorted((set(args.methods) | set(args.train_methods)) - set(CASES))

@@ -319,6 +319,8 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
         typed.model.dtype,
         mixed_precision=typed.model.mixed_precision,
         gradient_checkpointing=typed.model.gradient_checkpointing,
+        compile=typed.model.compile,
+        liger_kernel=typed.model.liger_kernel,
     )
     out = Path(typed.out)
     run_study(typed, out=out, progress=progress)

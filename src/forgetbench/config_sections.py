@@ -69,6 +69,16 @@ class ModelConfig(_Section):
     gradient_checkpointing: bool = Field(
         False, description="recompute activations in training: less memory, ~30% more time"
     )
+    compile: bool = Field(
+        False,
+        description="torch.compile the trained model's forward (a first step that compiles, "
+        "faster steps after it)",
+    )
+    liger_kernel: bool = Field(
+        True,
+        description="in training on a CUDA GPU, liger-kernel's RMSNorm, RoPE and SwiGLU kernels "
+        "for Llama-family models when installed (pip install forgetbench[gpu]); never on the CPU",
+    )
     sharding: Literal[SHARDINGS] = Field(  # type: ignore[valid-type]
         "none",
         description="how launched processes hold the trained model: none (each a full copy, DDP), "
@@ -94,10 +104,11 @@ class TrainConfig(_Section):
     warmup_epochs: float = Field(1.0, ge=0, description="linear warm-up, in epochs")
     max_length: int = Field(512, ge=8, description="tokens per prompt+answer; longer ones are cut")
     checkpoint_every: int = Field(0, ge=0, description="optimizer steps; 0 = at each epoch end")
-    group_by_length: bool = Field(
-        False,
+    group_by_length: bool | None = Field(
+        None,
         description="batch questions of similar length together, as HF Trainer's "
-        "group_by_length: less padding, another data order",
+        "group_by_length: less padding, another data order; unset = on when training on a "
+        "CUDA GPU, off on the CPU",
     )
     lora: bool = Field(False, description="train LoRA adapters instead of every weight")
     lora_rank: int = Field(8, ge=1, description="LoRA rank")
@@ -243,6 +254,19 @@ class EvalConfig(_Section):
         16,
         description="sequences per scoring or generation batch (the built-in miniature's "
         "preset: 64); auto = the largest that fits the GPU (halving on out-of-memory)",
+    )
+    # How generation keeps its KV cache. Greedy decoding gives the same strings with either; the
+    # static cache lets a CUDA GPU replay the decoding step compiled instead of launching it
+    # kernel by kernel from Python at every token.
+    cache_implementation: Literal["dynamic", "static"] = Field(
+        "dynamic",
+        description="generation's KV cache: dynamic (grown each token) or static (allocated "
+        "once per batch; on a CUDA GPU the decoding step is compiled, see compile_generation)",
+    )
+    compile_generation: bool = Field(
+        True,
+        description="with cache_implementation=static on a CUDA GPU, compile the decoding step "
+        "(torch.compile, through transformers); false = the static cache without compiling",
     )
     truth_ratio_form: Literal["tofu_code", "paper", "prob_mean"] = Field(
         "tofu_code", description="tofu_code = TOFU's code; paper = its paper's arithmetic mean"

@@ -74,6 +74,8 @@ class Precision:
     mixed_precision: str = "no"  # accelerate's autocast in training: no | bf16 | fp16
     gradient_checkpointing: bool = False  # recompute activations in backward: less memory
     sharding: str = "none"  # none: each process a full copy (DDP); fsdp: each a shard (FSDP2)
+    compile: bool = False  # torch.compile of the trained model's forward
+    liger_kernel: bool = True  # liger's Triton kernels where they apply (train/kernels.py)
 
 
 def configure(
@@ -83,6 +85,8 @@ def configure(
     mixed_precision: str = "no",
     gradient_checkpointing: bool = False,
     sharding: str = "none",
+    compile: bool = False,
+    liger_kernel: bool = True,
 ) -> torch.device:
     """Resolve the command's device (refusing a bad one before any work) and precision, and make
     them the defaults of this process and every process it starts."""
@@ -108,7 +112,11 @@ def configure(
         )
     os.environ[DEVICE_ENV] = str(resolved)
     os.environ[PRECISION_ENV] = json.dumps(
-        asdict(Precision(dtype, mixed_precision, gradient_checkpointing, sharding))
+        asdict(
+            Precision(
+                dtype, mixed_precision, gradient_checkpointing, sharding, compile, liger_kernel
+            )
+        )
     )
     return resolved
 
@@ -121,9 +129,18 @@ def precision() -> Precision:
 def precision_key() -> dict[str, Any]:
     """The precision settings that differ from the defaults: what a cached stage's key adds.
     Not the sharding: like the number of processes, it changes how the work is spread, not what
-    is trained (the same numbers to float rounding, tested), so a sharded run reuses stages."""
+    is trained (the same numbers to float rounding, tested), so a sharded run reuses stages. Nor
+    the kernels (compile, liger): they compute the same functions, as the fused AdamW on CUDA."""
     default = asdict(Precision())
-    return {k: v for k, v in asdict(precision()).items() if v != default[k] and k != "sharding"}
+    return {
+        k: v
+        for k, v in asdict(precision()).items()
+        if v != default[k] and k not in UNKEYED_SETTINGS
+    }
+
+
+# Settings that change how the work is done, not what is trained (`precision_key`).
+UNKEYED_SETTINGS = frozenset({"sharding", "compile", "liger_kernel"})
 
 
 def default_device() -> torch.device:

@@ -128,3 +128,37 @@ def test_a_batch_wider_than_the_context_whose_rows_fit_generates_without_a_warni
         log.removeHandler(handler)
     assert batched == singles
     assert not [r for r in records if "maximum length" in r.getMessage()]
+
+
+def test_a_static_kv_cache_generates_the_same_strings(memorised, monkeypatch):
+    # eval.cache_implementation=static changes how the cache is held, not what greedy decoding
+    # picks: the same strings as the growing cache, batches continuing a shared passage
+    # included, and the option reaches generate() from the evaluation's config.
+    from forgetbench.config_sections import EvalConfig
+    from forgetbench.eval.backend import evaluation_backend
+    from forgetbench.eval.requests import Generate
+
+    model, tokenizer = memorised
+    template = PromptTemplate("question_answer")
+    passage = " ".join(a for _, a in toy_qa()[:5])
+    prompts = [template.prompt(f"{passage}\n\n{q}") for q, _ in toy_qa()[:3]]
+    prompts += [template.prompt(q) for q, _ in toy_qa()]
+    dynamic = greedy_generate(model, tokenizer, prompts, max_new_tokens=24, batch_size=5)
+    caches = []
+    generate = model.generate
+
+    def recorded(*args, **kwargs):
+        caches.append(kwargs.get("cache_implementation", "dynamic"))
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(model, "generate", recorded)
+    static = greedy_generate(
+        model, tokenizer, prompts, max_new_tokens=24, batch_size=5, cache_implementation="static"
+    )
+    assert static == dynamic
+    assert rouge_recall(static[3:], [a for _, a in toy_qa()])["rougeL_recall"].mean() >= 0.9
+    assert "static" in caches and "dynamic" in caches  # the shared passage's batch keeps its own
+    caches.clear()
+    backend = evaluation_backend(model, tokenizer, EvalConfig(cache_implementation="static"))
+    assert backend.generate([Generate(prompts[3], 24)]) == [dynamic[3]]
+    assert caches == ["static"]

@@ -72,10 +72,30 @@ def test_lengths_come_from_the_encoded_examples():
 
 def test_train_group_by_length_reaches_both_finetuning_recipes():
     """`train.group_by_length=true`: the miniature's finetune recipe and a given model's both turn
-    it on (a new stage key); unset, both keep it off."""
+    it on (a new stage key); unset, on the CPU, both keep it off."""
     config = load_config(None, ["scale=tiny", "train.group_by_length=true"])
     mini, _ = mini_finetune_config("tiny", seed=0, train=config.train)
     assert mini == replace(mini_recipe("tiny", seed=0).finetune, group_by_length=True)
     assert loop_config(config).group_by_length
     assert not loop_config(load_config()).group_by_length
     assert not mini_finetune_config("tiny", train=load_config().train)[0].group_by_length
+
+
+def test_unset_the_batches_are_grouped_by_length_on_a_cuda_gpu_only(monkeypatch):
+    # On a GPU a batch's padding is compute paid for; on the CPU the order stays the random one
+    # every cached stage and the golden numbers were made with. Asked for, either way is kept.
+    from forgetbench.train import loop_config as where
+
+    for device, grouped in (("cpu", False), ("cuda", True)):
+        monkeypatch.setattr(where, "default_device", lambda device=device: torch.device(device))
+        default = load_config(None, ["scale=tiny"])
+        assert loop_config(default).group_by_length is grouped
+        assert mini_recipe("tiny").finetune.group_by_length is grouped
+        assert mini_recipe("tiny").pretrain.group_by_length is grouped
+        assert mini_finetune_config("tiny", train=default.train)[0].group_by_length is grouped
+        for asked in (True, False):
+            config = load_config(
+                None, ["scale=tiny", f"train.group_by_length={str(asked).lower()}"]
+            )
+            assert loop_config(config).group_by_length is asked
+            assert mini_finetune_config("tiny", train=config.train)[0].group_by_length is asked

@@ -106,7 +106,7 @@ def test_a_different_recipe_is_caught(report, tmp_path, monkeypatch):
 
     tokenizer, examples = _first_questions(report)
     config = LoopConfig(lr=1e-3, epochs=1, batch_size=8, per_device_batch_size=4)
-    monkeypatch.setattr(throughput, "_warmup_steps", lambda *_: 0)
+    monkeypatch.setattr(throughput, "warmup_steps", lambda *_: 0)
     r = _throughput(tokenizer, examples, config, tmp_path)
     assert not r["losses_agree"] and r["max_loss_diff"] > 100 * r["loss_tolerance"]
 

@@ -324,6 +324,8 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
         config.model.dtype,
         mixed_precision=config.model.mixed_precision,
         gradient_checkpointing=config.model.gradient_checkpointing,
+        compile=config.model.compile,
+        liger_kernel=config.model.liger_kernel,
         sharding=config.model.sharding,
     )
     if command in ("finetune", "unlearn", "run", "sweep"):

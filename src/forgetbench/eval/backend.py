@@ -89,9 +89,22 @@ class FastBackend:
     requests are whole texts scored in one pass each, de-duplicated and sorted by length
     (`score_answers`), the cheaper path when nothing is shared."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int | str) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        batch_size: int | str,
+        cache_implementation: str = "dynamic",
+        compile_generation: bool = True,
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
+        # How `greedy_generate` keeps its KV cache (eval.cache_implementation, compile_generation)
+        self.generation = {
+            "cache_implementation": cache_implementation,
+            "compile_decoding": compile_generation,
+        }
         # "auto": the largest batch that fits, as accelerate's find_executable_batch_size and
         # lm-eval's `auto`: start large on a GPU, halve on out-of-memory, keep what worked.
         self.auto = batch_size == "auto"
@@ -157,7 +170,7 @@ class FastBackend:
             texts = self._fitting(
                 lambda size, rows=rows, max_new_tokens=max_new_tokens: greedy_generate(
                     self.model, self.tokenizer, [requests[i].prompt for i in rows],
-                    max_new_tokens=max_new_tokens, batch_size=size,
+                    max_new_tokens=max_new_tokens, batch_size=size, **self.generation,
                 )
             )  # fmt: skip
             for i, text in zip(rows, texts, strict=True):
@@ -195,7 +208,13 @@ def evaluation_backend(model: Any, tokenizer: Any, eval_config: EvalConfig) -> F
     """The backend every evaluation of a model runs on (`forgetbench eval`, the study, the attacks,
     `bench eval`'s fast path): `FastBackend` with `eval.batch_size` sequences a batch, `auto` the
     largest that fits. One place reads the evaluation config for it, so all of them batch alike."""
-    return FastBackend(model, tokenizer, batch_size=eval_config.batch_size)
+    return FastBackend(
+        model,
+        tokenizer,
+        batch_size=eval_config.batch_size,
+        cache_implementation=eval_config.cache_implementation,
+        compile_generation=eval_config.compile_generation,
+    )
 
 
 class NaiveBackend:

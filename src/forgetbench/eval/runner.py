@@ -62,6 +62,10 @@ _NEWER_OPTIONS = (
 )  # EvalConfig fields added after caches existed
 # Options read when rows are made from several evaluations (shadow-model attacks), never by one.
 ROW_TIME_OPTIONS = frozenset({"mia_shadows", "mia_rmia_gamma"})
+# How generation runs, not what it computes, at their defaults: evaluations cached before these
+# options existed keep their keys. Set otherwise, they count (a compiled bf16 step may round
+# differently).
+_SPEED_DEFAULTS = {"cache_implementation": "dynamic", "compile_generation": True}
 
 
 def evaluation_key(
@@ -86,6 +90,7 @@ def evaluation_key(
             # Unset, the newer options leave the keys of earlier evaluations as they were.
             eval_config.model_dump(
                 exclude={k for k in _NEWER_OPTIONS if getattr(eval_config, k) is None}
+                | {k for k, v in _SPEED_DEFAULTS.items() if getattr(eval_config, k) == v}
                 | ROW_TIME_OPTIONS
             ),
             *([list(tasks)] if tasks is not None else []),

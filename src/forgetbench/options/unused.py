@@ -54,6 +54,8 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "model.mixed_precision": "eval trains nothing (it is training's autocast; model.dtype "
         "sets the precision eval scores in)",
         "model.gradient_checkpointing": "eval trains nothing",
+        "model.compile": "eval trains nothing (eval.compile_generation compiles generation)",
+        "model.liger_kernel": "eval trains nothing",
         "model.size": "it shapes only the built-in model; eval scores the given --model",
     },
     "sanity": {

@@ -2,7 +2,8 @@
 method, and what it runs on. `loop_config` is what a loop is told (and the part a cached stage is
 named by), `contracts` what a run plugs into it (a loss, a step hook, a stateful loss), `batches`
 how an epoch is cut into batches, `schedule` the optimizer and its learning-rate schedule,
-`train_log` the per-step log and progress bar. `stages` caches each stage (pretrain -> finetune ->
+`train_log` the per-step log and progress bar, `kernels` the faster kernels a GPU run may
+train with (liger-kernel, torch.compile). `stages` caches each stage (pretrain -> finetune ->
 retain) by its inputs, `checkpoint` and `integrity` save, resume and check what a stage leaves on
 disk, `order` says which examples an epoch visits in which order, `step_numbers` keeps a step's
 logged numbers on the device until one read at its end, `sharding` is FSDP2 for

@@ -36,6 +36,7 @@ from forgetbench.train.batches import (
 )
 from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_checkpoint
 from forgetbench.train.contracts import Examples, LossFn, StatefulLoss, StepHook
+from forgetbench.train.kernels import apply_liger, compile_model, uses_liger
 from forgetbench.train.loop_config import SCHEDULES, LoopConfig
 from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.sharding import (
@@ -135,10 +136,17 @@ def train_loop(
     warmup = warmup_steps(config, n_examples, steps_per_epoch)
     offset = 1 if config.schedule == "linear" else 0
 
-    if precision().gradient_checkpointing:
+    settings = precision()
+    if settings.gradient_checkpointing:
         enable_gradient_checkpointing(model)
+    # Liger patches modules (before FSDP wraps them), compile wraps what is sharded, as FSDP2
+    # recommends, and both come before DDP and the optimizer: the parameters stay the same.
+    if uses_liger(model, accelerator.device, enabled=settings.liger_kernel):
+        apply_liger(model)
     if sharded:  # before the optimizer: it must hold the shards that replace the parameters
         shard_model(model)
+    if settings.compile:
+        compile_model(model)
     # FSDP's sharded parameters keep the multi-tensor AdamW they were tested with.
     optimizer = build_optimizer(model, config, device=None if sharded else accelerator.device)
     # Not given to accelerator.prepare: its wrapper steps the schedule once per process, and ours

@@ -33,7 +33,7 @@ from forgetbench.modeling.builtin import build_tiny_model, train_tokenizer
 from forgetbench.modeling.encoding import Encoded, encode_prompt_answer
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
-from forgetbench.train.loop_config import LoopConfig
+from forgetbench.train.loop_config import LoopConfig, length_grouping_default
 from forgetbench.train.presets import unlearn_preset
 from forgetbench.train.stages import StageResult, encode_qa, run_stage
 
@@ -75,6 +75,7 @@ def mini_recipe(scale: str, *, seed: int = 0) -> MiniRecipe:
         fit_per_device=True,
         weight_decay=0.01,
         seed=seed,
+        group_by_length=length_grouping_default(),
     )
     # Documents (MUSE, WMDP): a dozen articles of 130-490 tokens, a few full-context chunks, so
     # batches of 4 and many epochs until the model reproduces them (docs/muse.md).
@@ -142,6 +143,8 @@ def mini_finetune_config(
         for key in MINI_TRAIN_OPTIONS
         if key in train.model_fields_set and not key.startswith("lora")
     }
+    if given.get("group_by_length", False) is None:  # set to null: the device's default
+        given["group_by_length"] = length_grouping_default()
     if "per_device_batch_size" in given:
         given["fit_per_device"] = False  # the user's size is kept (the loop refuses a misfit)
     elif "batch_size" in given:

@@ -36,7 +36,7 @@ from forgetbench.records import QARecord
 from forgetbench.train.checkpoint import CHECKPOINT_DIR
 from forgetbench.train.integrity import FILES_KEY, file_manifest, read_record, reuse_finished
 from forgetbench.train.loop import train_loop
-from forgetbench.train.loop_config import LoopConfig, config_key
+from forgetbench.train.loop_config import LoopConfig, config_key, length_grouping_default
 from forgetbench.train.sharding import whole_model
 
 STAGE_FILE = "stage.json"
@@ -233,7 +233,7 @@ def loop_config(config: RunConfig) -> LoopConfig:
         warmup_epochs=t.warmup_epochs,
         seed=config.seed,
         checkpoint_every=t.checkpoint_every,
-        group_by_length=t.group_by_length,
+        group_by_length=length_grouping_default(t.group_by_length),
     )
 
 

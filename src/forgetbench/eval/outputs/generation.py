@@ -14,6 +14,8 @@ from forgetbench.eval.outputs.statistics import require_pad, with_cache
 from forgetbench.modeling.encoding import adds_bos
 from forgetbench.modeling.limits import model_context
 
+CACHE_IMPLEMENTATIONS = ("dynamic", "static")
+
 
 @torch.no_grad()
 def greedy_generate(
@@ -24,6 +26,8 @@ def greedy_generate(
     max_new_tokens: int = 200,
     batch_size: int = 16,
     stop_strings: Sequence[str] = (),
+    cache_implementation: str = "dynamic",
+    compile_decoding: bool = True,
 ) -> list[str]:
     """Greedy continuations (no sampling), decoded without the prompt, in input order.
 
@@ -35,11 +39,24 @@ def greedy_generate(
     keeps its last tokens (LUME's documents can exceed a small model's context; the end of the
     text is what the continuation depends on); a context no longer than `max_new_tokens` gives
     half of it to the answer.
+
+    `cache_implementation="static"` (`eval.cache_implementation`): transformers' static KV cache,
+    allocated once per batch at its full length instead of grown each token, so on a CUDA GPU
+    transformers compiles the decoding step with torch.compile (unless `compile_decoding` is
+    off). Batches continuing a shared prefix keep the prefix's growing cache. Greedy decoding
+    picks the same tokens either way (tested on the CPU, where nothing is compiled).
     """
     require_pad(tokenizer)
     model.eval()
     pad = tokenizer.pad_token_id
     stops = {"stop_strings": [s for s in stop_strings if s], "tokenizer": tokenizer}
+    if cache_implementation not in CACHE_IMPLEMENTATIONS:
+        raise ValueError(f"cache_implementation must be one of {CACHE_IMPLEMENTATIONS}")
+    static: dict[str, Any] = (
+        {"cache_implementation": "static", "disable_compile": not compile_decoding}
+        if cache_implementation == "static"
+        else {}
+    )
     context = model_context(model)
     if context and max_new_tokens >= context:
         # A context shorter than the answer asked for: half for the prompt's end, half for the
@@ -84,6 +101,7 @@ def greedy_generate(
                 eos_token_id=tokenizer.eos_token_id,
                 pad_token_id=pad,
                 **(stops if stops["stop_strings"] else {}),
+                **(static if cache is None else {}),
             )
         for i, row in zip(chunk, generated[:, width:], strict=True):
             text = tokenizer.decode(row, skip_special_tokens=True)

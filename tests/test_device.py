@@ -19,7 +19,12 @@ from forgetbench.device import (
     resolve_device,
 )
 from forgetbench.errors import ConfigError
-from forgetbench.methods.base import DepthScaledMethod, build_method, get_method, method_names
+from forgetbench.methods.base import (
+    DepthScaledMethod,
+    build_method,
+    get_method,
+    trained_method_names,
+)
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.templates import PromptTemplate
@@ -126,7 +131,7 @@ def _method(name: str, layers: int):
     return build_method(name, options)
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", trained_method_names())
 def test_every_methods_step_keeps_each_tensor_on_its_models_device(name):
     # A boolean mask's selection has a data-dependent size, which `meta` can only assume: every
     # element selected (the toy batch's masks select every row they are asked about).

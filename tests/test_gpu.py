@@ -12,7 +12,7 @@ import torch
 from forgetbench.device import place_model
 from forgetbench.eval.backend import FastBackend, serve
 from forgetbench.eval.requests import Generate, Score
-from forgetbench.methods.base import method_names
+from forgetbench.methods.base import trained_method_names
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.templates import PromptTemplate
 from test_device import _method, _step
@@ -26,7 +26,7 @@ TEMPLATE = PromptTemplate("question_answer")
 BF16_TOLERANCE = 0.05  # nats per answer token: bfloat16 keeps 8 bits of mantissa
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", trained_method_names())
 def test_one_step_of_every_method_on_the_gpu_equals_the_cpus(name):
     tokenizer = toy_tokenizer()
     cpu_value, _ = _step(_method(name, 3), build_tiny_model(tokenizer, seed=0), tokenizer)

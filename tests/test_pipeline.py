@@ -7,7 +7,7 @@ import json
 import pytest
 
 from forgetbench.cli import main
-from forgetbench.methods import method_names
+from forgetbench.methods.base import trained_method_names
 from golden_results import check_against_golden
 
 pytestmark = [pytest.mark.slow, pytest.mark.study]
@@ -46,7 +46,7 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
     rows = results["rows"]
     references = {r["method"] for r in rows if r["step"] == 0}
     assert references == {"retain", "finetuned", "base"}
-    for method in method_names():
+    for method in trained_method_names():
         steps = sorted(r["step"] for r in rows if r["method"] == method)
         assert len(steps) == 2 and steps[0] > 0, method
         final = next(r for r in rows if r["method"] == method and r["step"] == steps[-1])
@@ -76,8 +76,8 @@ def test_every_method_has_a_trajectory_and_every_metric(study):
     assert 'id="fq-plane-forget10"' in html and 'id="formats-forget10"' in html
     # Every method's final model and both references are attacked; snapshots and base are not.
     attacked = {r["method"] for r in rows if "attack/none/rougeL" in r}
-    assert attacked == {*method_names(), "retain", "finetuned"}
-    for method in method_names():
+    assert attacked == {*trained_method_names(), "retain", "finetuned"}
+    for method in trained_method_names():
         final = max((r for r in rows if r["method"] == method), key=lambda r: r["step"])
         for key in ("relearn/recovered_rougeL", "int4/forget_quality", "incontext/rougeL"):
             assert f"attack/{key}" in final, (method, key)
@@ -121,7 +121,7 @@ def test_the_results_carry_the_leaderboard_its_rule_and_every_setting(study):
         assert row["forget_quality/held_out"] <= row["forget_quality/held_out_high"]
     record = results["leaderboard"]
     assert record["selection"] == "halves" and "other half" in record["rule"]
-    assert {e["method"] for e in record["entries"]} == set(method_names())
+    assert {e["method"] for e in record["entries"]} == set(trained_method_names())
     for entry in record["entries"]:
         row = rows[entry["method"], entry["step"]]
         assert entry["forget_quality"] == row["forget_quality/held_out"]
@@ -148,7 +148,7 @@ def test_a_finished_study_reruns_from_its_caches_with_the_same_numbers(study, ca
     after = json.loads((study / "results.json").read_text())
     assert after["rows"] == before["rows"] == printed["rows"]
     # The rerun says which methods it took from the folder rather than retrained: all of them.
-    assert sorted(after["reused"]) == sorted(f"{m} (forget10)" for m in method_names())
+    assert sorted(after["reused"]) == sorted(f"{m} (forget10)" for m in trained_method_names())
     # No evaluation ran the second time: every summary is the one written before.
     assert {p: p.stat().st_mtime_ns for p in study.glob("logs/**/summary.json")} == summaries
 
@@ -181,7 +181,9 @@ def test_one_process_gives_the_numbers_of_the_worker_pool(study, alone):
     single = json.loads((alone / "results.json").read_text())
     assert single["workers"] == 1 and pooled["workers"] > 1
     expected = [
-        r for r in pooled["rows"] if r["method"] not in method_names() or r["method"] == "npo"
+        r
+        for r in pooled["rows"]
+        if r["method"] not in trained_method_names() or r["method"] == "npo"
     ]
     assert [(r["method"], r["step"]) for r in single["rows"]] == [
         (r["method"], r["step"]) for r in expected

@@ -287,7 +287,7 @@ def unlearn(
             template=resolve_template(config.model.template, tokenizer, name),
             refusals=load_refusals(config.unlearn.refusals_file), split=split,
             work_dir=Path(work), max_length=config.train.max_length, progress=progress,
-            lora=unlearn_lora(config),
+            lora=unlearn_lora(config), layers=config.unlearn.layers,
         )  # fmt: skip
     return Unlearned(model, losses, configured, seconds)
 

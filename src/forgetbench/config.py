@@ -24,6 +24,7 @@ from forgetbench.config_sections import (
     BenchmarkConfig,
     EvalConfig,
     ModelConfig,
+    RWKUConfig,
     TrainConfig,
     UnlearnConfig,
     _Section,
@@ -75,6 +76,7 @@ class RunConfig(_Section):
         description="options of the chosen method (method.beta=0.05); see docs/methods.md",
     )
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    rwku: RWKUConfig = Field(default_factory=RWKUConfig)
     study: StudyConfig = Field(default_factory=StudyConfig)
     attack: AttackConfig = Field(default_factory=AttackConfig)
 

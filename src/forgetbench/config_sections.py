@@ -115,6 +115,22 @@ class TrainConfig(_Section):
     lora_alpha: int = Field(16, ge=1, description="LoRA alpha")
 
 
+def _block_range(value: Any) -> Any:
+    """`"a-b"` as RWKU's `--train_layers` reads it (blocks a up to b, b excluded); a list or
+    None as it is."""
+    if not isinstance(value, str):
+        return value
+    low, dash, high = value.partition("-")
+    if not (dash and low.strip().isdigit() and high.strip().isdigit()) or int(low) >= int(high):
+        raise PydanticCustomError(
+            "block_range",
+            "must be a list of block indices or a range a-b with a < b (blocks a to b-1, as "
+            "RWKU's --train_layers), got {value}",
+            {"value": repr(value)},
+        )
+    return list(range(int(low), int(high)))
+
+
 class UnlearnConfig(_Section):
     method: MethodName = Field("grad_ascent", description="a registered unlearning method")
     # Unset = the model's preset (forgetbench/presets: tofu.yaml for real LLMs, mini.yaml for the
@@ -159,6 +175,51 @@ class UnlearnConfig(_Section):
         None,
         description="modules LoRA adapts; unset = found from the architecture (q_proj,v_proj; "
         "c_attn; query_key_value; else every linear layer)",
+    )
+    # RWKU's --train_layers a-b trains the blocks range(a, b); "a-b" is read the same way.
+    layers: Annotated[list[int] | None, BeforeValidator(_block_range)] = Field(
+        None,
+        description="decoder blocks (0-based) whose weights unlearning trains, every other weight "
+        "frozen, e.g. [4, 5] or 4-6 (RWKU's --train_layers: 6 excluded); with unlearn.lora only "
+        "they carry adapters; unset = every block",
+    )
+
+
+class RWKUConfig(_Section):
+    """RWKU's settings (docs/rwku.md): which targets one run forgets, and its forget corpus."""
+
+    targets: list[str] | None = Field(
+        None,
+        description="RWKU targets to unlearn: names, folders (1_Stephen_King), numbers or "
+        "ranges (1-10, both ends included); unset = every target",
+    )
+    batch: bool = Field(
+        False,
+        description="batch-target unlearning: one run forgets every target of rwku.targets "
+        "together (RWKU's batch setting); false = one run per target (single-target)",
+    )
+    corpus: Literal["given", "generated"] = Field(
+        "given",
+        description="the forget corpus: given = RWKU's files written by rwku.corpus_model; "
+        "generated = written by the model being unlearnt from each target's name",
+    )
+    corpus_model: Literal["llama3", "phi3"] = Field(
+        "llama3",
+        description="whose given corpus: Llama-3-8B-Instruct's files or Phi-3-mini's (*_phi)",
+    )
+    generate_texts: int = Field(
+        8, ge=1, le=10_000, description="generated biographies per target (RWKU: 582)"
+    )
+    generate_questions: int = Field(
+        8, ge=1, le=10_000, description="generated questions per target (RWKU: 300)"
+    )
+    generate_max_new_tokens: int = Field(
+        512, ge=1, le=8192, description="new tokens per generated biography (RWKU: 512)"
+    )
+    openings_file: str | None = Field(
+        None,
+        description="openings the generated biographies start with, one a line or a JSON "
+        "array (RWKU's all_truncated_outputs.json); unset = none",
     )
 
 

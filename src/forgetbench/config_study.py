@@ -64,7 +64,7 @@ class StudyConfig(_Section):
     methods: list[MethodName] = Field(
         default_factory=_every_method,
         min_length=1,
-        description="unlearning methods; default: every registered one",
+        description="unlearning methods; default: every registered one that trains",
     )
     splits: list[Literal[FORGET_SPLITS]] = Field(  # type: ignore[valid-type]
         list(FORGET_SPLITS), min_length=1, description="forget splits"

@@ -19,7 +19,7 @@ from forgetbench.methods import (
     get_method,
     method_names,
 )
-from forgetbench.methods.base import INPUT_FIELDS, StatefulMethod
+from forgetbench.methods.base import INPUT_FIELDS, StatefulMethod, trained_method_names
 from forgetbench.registry import Registry
 
 # --- Registry -----------------------------------------------------------------------------------
@@ -67,9 +67,11 @@ def test_method_names_are_the_registry_in_registration_order():
     # SPEC §2's order, as forgetbench.methods imports them: the default study's rows follow it.
     assert method_names() == (
         "grad_ascent", "grad_diff", "kl", "idk", "dpo", "npo", "simnpo", "ngdiff", "rmu",
-        "altpo", "ce_u", "pdu", "satimp", "undial", "wga",
+        "altpo", "ce_u", "icu", "pdu", "satimp", "undial", "wga",
     )  # fmt: skip
     assert METHODS.names() == tuple(sorted(method_names()))
+    # The default study's: every one that trains (icu only instructs RWKU's evaluation).
+    assert trained_method_names() == tuple(n for n in method_names() if n != "icu")
 
 
 def test_unknown_method_suggests_the_closest():
@@ -78,8 +80,8 @@ def test_unknown_method_suggests_the_closest():
     message = str(info.value)
     assert "unknown method 'nop'; did you mean 'npo'?" in message
     assert (
-        "known: altpo, ce_u, dpo, grad_ascent, grad_diff, idk, kl, ngdiff, npo, pdu, rmu, satimp, "
-        "simnpo, undial, wga" in message
+        "known: altpo, ce_u, dpo, grad_ascent, grad_diff, icu, idk, kl, ngdiff, npo, pdu, rmu, "
+        "satimp, simnpo, undial, wga" in message
     )
 
 
@@ -167,7 +169,7 @@ def test_method_contract(name: str):
     assert sys.modules[cls.__module__].__doc__.strip(), f"{name} module needs its paper docstring"
 
 
-@pytest.mark.parametrize("name", sorted(method_names()))
+@pytest.mark.parametrize("name", sorted(trained_method_names()))
 def test_loss_runs_on_exactly_the_required_inputs(name: str):
     method = get_method(name)()
     inputs = _only(_all_inputs(), method.required_inputs())
@@ -188,7 +190,7 @@ def test_loss_runs_on_exactly_the_required_inputs(name: str):
     assert grads and any(g is not None and g.abs().sum() > 0 for g in grads)
 
 
-@pytest.mark.parametrize("name", sorted(method_names()))
+@pytest.mark.parametrize("name", sorted(trained_method_names()))
 def test_each_missing_input_is_named(name: str):
     method = get_method(name)()
     full = _only(_all_inputs(), method.required_inputs())
@@ -201,7 +203,7 @@ def test_each_missing_input_is_named(name: str):
 def test_loss_is_the_same_with_extra_inputs():
     # A method must ignore fields it does not need (the engine may fill more).
     full = _all_inputs()
-    for name in method_names():
+    for name in trained_method_names():
         method = get_method(name)()
         alone, _ = method.loss(_only(full, method.required_inputs()))
         everything, _ = method.loss(full)

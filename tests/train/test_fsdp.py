@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 
 from file_tree import run_folder
 from forgetbench.cli import main
-from forgetbench.methods.base import method_names
+from forgetbench.methods.base import trained_method_names
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ NPO = ["unlearn", "--scale", "tiny", "--method", "npo", "--split", "forget10",
 FINETUNE = ["finetune", "--scale", "tiny", "--split", "retain90", "train.epochs=1",
             "train.batch_size=20", "train.per_device_batch_size=10", *QUIET]  # fmt: skip
 # One step of every other method: the 20 forget questions in one batch.
-OTHERS = [m for m in method_names() if m != "npo"]
+OTHERS = [m for m in trained_method_names() if m != "npo"]
 TWO_GRADIENT = "ngdiff"
 
 

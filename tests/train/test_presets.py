@@ -6,7 +6,7 @@ from dataclasses import asdict
 import pytest
 
 from forgetbench.errors import UnknownNameError
-from forgetbench.methods import method_names
+from forgetbench.methods.base import trained_method_names
 from forgetbench.study.inputs import external_unlearn_defaults
 from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.mini import mini_unlearn_defaults
@@ -24,7 +24,7 @@ TUNED = {
 }
 
 
-@pytest.mark.parametrize("method", method_names())
+@pytest.mark.parametrize("method", trained_method_names())
 def test_the_miniature_preset_is_the_old_table(method):
     loop, options = mini_unlearn_defaults(method, layers=4)
     if method != "rmu":

@@ -9,7 +9,7 @@ from forgetbench.benchmarks.mini.scales import get_scale
 from forgetbench.cli import main
 from forgetbench.data.tofu import load_tofu
 from forgetbench.methods._terms import answer_token_logprobs, per_sample_nll
-from forgetbench.methods.base import build_method, method_names
+from forgetbench.methods.base import build_method, trained_method_names
 from forgetbench.methods.refusals import REFUSALS
 from forgetbench.methods.rmu import rmu_control_vector
 from forgetbench.modeling.encoding import collate, encode_prompt_answer
@@ -22,7 +22,7 @@ from forgetbench.train.unlearn import run_unlearning
 
 pytestmark = pytest.mark.slow
 # Every registered method, so a new one is checked by its effect without touching this file.
-METHODS = method_names()
+METHODS = trained_method_names()
 
 
 @torch.no_grad()
@@ -69,7 +69,7 @@ def outcomes(tiny_study):
         "retain": _probability(finetuned.model_dir, retain),
     }
     after = {}
-    for name in method_names():
+    for name in trained_method_names():
         result = _unlearn(tiny_study, name)
         after[name] = {
             "forget": _probability(result.model_dir, forget),
@@ -79,7 +79,7 @@ def outcomes(tiny_study):
     return before, after
 
 
-@pytest.mark.parametrize("name", method_names())
+@pytest.mark.parametrize("name", trained_method_names())
 def test_every_method_lowers_forget_probability(outcomes, name):
     before, after = outcomes
     assert before["forget"] > 0.9

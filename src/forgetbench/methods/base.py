@@ -196,6 +196,25 @@ class StatefulMethod(Protocol):
     ) -> dict[str, float]: ...
 
 
+@runtime_checkable
+class InstructedMethod(Protocol):
+    """A method with no gradient (RWKU's in-context unlearning, icu): the engine trains nothing
+    for it (its run is the start model), and the evaluation puts `instruction(subject)` before
+    each prompt about `subject`."""
+
+    def instruction(self, subject: str) -> str: ...
+
+
+def trains(method: object) -> bool:
+    """Whether `method` (a config or its class) changes weights: all but instructed ones."""
+    return not callable(getattr(method, "instruction", None))
+
+
+def trained_method_names() -> tuple[str, ...]:
+    """The registered methods that train, in registration order: the default study's."""
+    return tuple(name for name in method_names() if trains(get_method(name)))
+
+
 METHODS: Registry[type] = Registry("method")
 
 

@@ -32,9 +32,11 @@ def apply_lora(
     rank: int = 8,
     alpha: int = 16,
     target_modules: Sequence[str] | None = None,
+    layers: Sequence[int] | None = None,
 ):
     """Wrap `model` with PEFT LoRA adapters (on `target_modules`, default: found from the
-    architecture by `lora_targets`); only the adapters train."""
+    architecture by `lora_targets`; with `layers`, only in those decoder blocks); only the
+    adapters train."""
     from peft import LoraConfig, get_peft_model  # lazy: ~4.5 s to import, only LoRA runs need it
 
     if rank < 1:
@@ -54,6 +56,8 @@ def apply_lora(
         target_modules=list(target_modules) if target_modules else lora_targets(model),
         lora_dropout=0.0,
         task_type="CAUSAL_LM",
+        # Absent unless asked: PEFT then adapts every block, as every LoRA run before it did.
+        **({"layers_to_transform": sorted(layers)} if layers else {}),
     )
     return get_peft_model(model, config)
 

@@ -184,6 +184,11 @@ UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
 )
 
 
+# rwku.* is read by the RWKU study alone (docs/rwku.md): every other command refuses it.
+for _command, _unused in UNUSED.items():
+    _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")
+
+
 def unused_reason(unused: Mapping[str, str | None], key: str) -> str | None:
     """Why `key` is not read, from the longest entry of `unused` that is it or a section of it."""
     matches = [name for name in unused if key == name or key.startswith(name + ".")]

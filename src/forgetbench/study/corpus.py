@@ -30,7 +30,7 @@ from forgetbench.criteria import criteria_record
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import EXTRA_NAME
 from forgetbench.io import read_json
-from forgetbench.methods.base import INPUT_FIELDS, build_method
+from forgetbench.methods.base import INPUT_FIELDS, build_method, get_method, trains
 from forgetbench.metrics import METRICS
 from forgetbench.study.corpus_models import corpus_models, given_study
 from forgetbench.study.evaluate import Evaluated, log_folder, retain_summary
@@ -69,6 +69,13 @@ def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
     """A method that trains toward another answer to a question (a refusal, an alternate) has
     nothing to train toward on a document: refused in one sentence, before any work."""
     for name in methods:
+        if not trains(get_method(name)):  # its run is the start model, scored uninstructed
+            raise ConfigError(
+                f"method {name} unlearns by an instruction before each prompt, which "
+                f"{bench.title}'s evaluation does not put there; this study would score the "
+                "unchanged model",
+                f"drop {name} from --methods (docs/rwku.md, 'Settings')",
+            )
         needs = answers_questions(name)
         if needs:
             what = "alternate answers" if needs & ALTERNATE_FIELDS else "a refusal"

@@ -22,6 +22,7 @@ from forgetbench.data.tofu import tofu_eval_sets
 from forgetbench.errors import ConfigError, UnknownNameError
 from forgetbench.eval.runner import tofu_root
 from forgetbench.io import readable_alias
+from forgetbench.methods.base import get_method, trains
 from forgetbench.metrics import METRICS
 from forgetbench.rows import leaderboard, leaderboard_record, seed_summary
 from forgetbench.study.format_data import check_formats
@@ -92,6 +93,13 @@ def run_tofu_study(
     """The TOFU-shaped study of the config's model and data (the built-in miniature's when it
     names none), written to `out` as results.json."""
     started = time.perf_counter()
+    instructed = [m for m in config.study.methods if not trains(get_method(m))]
+    if instructed:  # its run is the start model: only an evaluation that instructs measures it
+        raise ConfigError(
+            f"method {instructed[0]} unlearns by an instruction before each prompt, which only "
+            "RWKU's evaluation puts there; this study would score the unchanged model",
+            f"drop {instructed[0]} from --methods (docs/rwku.md, 'Settings')",
+        )
     config = with_setup_defaults(config)
     model = given_model(config)
     if config.study.meta_eval and not is_miniature(config):

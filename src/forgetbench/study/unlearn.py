@@ -178,6 +178,12 @@ def run_settings(
         f"{SETTINGS}unlearn_epochs": loop.epochs,
         f"{SETTINGS}unlearn_batch_size": loop.batch_size,
         f"{SETTINGS}unlearn_lora": bool(config.unlearn.lora),
+        # Only where set: a row of a run over every block keeps the settings it had.
+        **(
+            {f"{SETTINGS}unlearn_layers": json.dumps(config.unlearn.layers)}
+            if config.unlearn.layers
+            else {}
+        ),
     }
     for key, value in dataclasses.asdict(method).items():  # type: ignore[call-overload]
         plain = value is None or isinstance(value, str | int | float | bool)
@@ -238,6 +244,7 @@ def unlearn_split(
         split=label, max_length=study.max_length,
         snapshot_every=config.unlearn.snapshot_every, progress=progress,
         trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),
+        layers=config.unlearn.layers,
     )  # fmt: skip
     return result, loop
 

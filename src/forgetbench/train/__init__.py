@@ -8,7 +8,8 @@ retain) by its inputs, `checkpoint` and `integrity` save, resume and check what 
 disk, `order` says which examples an epoch visits in which order, `step_numbers` keeps a step's
 logged numbers on the device until one read at its end, `sharding` is FSDP2 for
 `model.sharding=fsdp`. The unlearning engine: `unlearn` (the cached stage), `items` (what a step
-sees), `method_loss` (a method's forward passes and loss) and `two_task` (the two-gradient
-step). `presets` turns a named preset into a loop, `mini` trains the built-in miniature's
+sees), `method_loss` (a method's forward passes and loss), `two_task` (the two-gradient
+step) and `layers` (partial-layer unlearning); `generated_corpus` is RWKU's forget corpus written
+by the model being unlearnt (a cached stage). `presets` turns a named preset into a loop, `mini` trains the built-in miniature's
 models (`corpus_stages`: the document benchmarks' stages over its base), `throughput` times
 the loop against Hugging Face's `Trainer`."""

@@ -1,7 +1,10 @@
 """What one unlearning step sees: each forget sample with its retain partner, refusal and (for
 a method that reads them) alternate answer, encoded once, redrawn every epoch from (seed, epoch),
 with the start model's reference log-probs where the method needs them, and collated into a
-batch (`collate_items`). Pure data: the method's forward passes are `train/method_loss.py`'s."""
+batch (`collate_items`). A preference pair as the forget record fixes both answers: its
+rejected answer is the one to forget, its chosen answer takes the refusal's place (RWKU's DPO on
+a made-up text against the model's own). Pure data: the method's forward passes are
+`train/method_loss.py`'s."""
 
 from __future__ import annotations
 
@@ -18,21 +21,28 @@ from forgetbench.methods._terms import answer_token_logprobs
 from forgetbench.modeling.encoding import Encoded, collate, encode_chunk, encode_prompt_answer
 from forgetbench.modeling.forward import forward_logits
 from forgetbench.modeling.templates import PromptTemplate
-from forgetbench.records import PromptRecord, QARecord, TextRecord
+from forgetbench.records import PreferenceRecord, PromptRecord, QARecord, TextRecord
 
 REFERENCE_FIELDS = {"ref_forget_logps", "ref_refusal_logps", "ref_alternate_logps"}
 # Answer kinds the engine encodes per item and scores once under the start model when asked.
 SCORED_KINDS = ("forget", "refusal", "alternate")
 ALTERNATE_FIELDS = frozenset({"alternate_logps", "alternate_mask", "ref_alternate_logps"})
+# Inputs read off the retain batch: a method that needs one needs a retain set.
+RETAIN_FIELDS = frozenset(
+    {"retain_logps", "retain_mask", "retain_logits", "ref_retain_logits", "retain_label_mask",
+     "retain_attention_mask", "retain_hidden", "ref_retain_hidden", "retain_hidden_mask"}
+)  # fmt: skip
 # What the engine trains on: a question and answer the template lays out, a text laid out by
-# its format already, or a document chunk (every token scored).
-TrainingRecord = QARecord | PromptRecord | TextRecord
+# its format already, a document chunk (every token scored), or a preference pair (a forget
+# record only: its prompt laid out as a question, the rejected answer forgotten, the chosen one
+# in the refusal's place).
+TrainingRecord = QARecord | PromptRecord | TextRecord | PreferenceRecord
 
 
 @dataclass(frozen=True)
 class UnlearnItem:
     forget: Encoded
-    retain: Encoded
+    retain: Encoded | None  # None without a retain set (RWKU gives none): no retain batch
     refusal: Encoded
     ref_forget_logps: tuple[float, ...] = ()  # (len(forget) - 1,) start model, precomputed
     ref_refusal_logps: tuple[float, ...] = ()
@@ -51,7 +61,8 @@ def draw_pairings(
     and the start model's reference log-probs all see the same draws.
     """
     rng = random.Random(f"forgetbench-unlearn:{seed}:{epoch}")
-    partners = [rng.randrange(n_retain) for _ in range(n_forget)]
+    # Without a retain set (RWKU) nothing is drawn for it: -1 stands for "no partner".
+    partners = [rng.randrange(n_retain) if n_retain else -1 for _ in range(n_forget)]
     refusals = [rng.randrange(n_refusals) for _ in range(n_forget)]
     return partners, refusals
 
@@ -91,6 +102,9 @@ def build_items(
         if isinstance(record, PromptRecord):
             prompt = record.prompt
             text = record.answer if answer is None else template.answer(answer)
+        elif isinstance(record, PreferenceRecord):
+            prompt = template.prompt(record.prompt, tokenizer)
+            text = template.answer(record.rejected if answer is None else answer)
         else:
             prompt = template.prompt(record.question, tokenizer)
             text = template.answer(record.answer if answer is None else answer)
@@ -112,10 +126,13 @@ def build_items(
             )
         items = []
         for i, (r, k, a) in enumerate(zip(partners, answers, picks, strict=True)):
-            if r not in retain_encoded:
+            if r >= 0 and r not in retain_encoded:
                 retain_encoded[r] = encode(retain[r])
+            if isinstance(forget[i], PreferenceRecord):
+                k = -1  # its own chosen answer, every epoch: no refusal is drawn for it
             if (i, k) not in refusal_encoded:
-                refusal_encoded[i, k] = encode(forget[i], refusals[k])
+                chosen = forget[i].chosen if k < 0 else refusals[k]  # type: ignore[union-attr]
+                refusal_encoded[i, k] = encode(forget[i], chosen)
             if a is not None and (i, a) not in alternate_encoded:
                 record = forget[i]
                 assert isinstance(record, QARecord)  # run_unlearning checked the alternates
@@ -123,7 +140,7 @@ def build_items(
             items.append(
                 UnlearnItem(
                     forget_encoded[i],
-                    retain_encoded[r],
+                    retain_encoded.get(r),
                     refusal_encoded[i, k],
                     alternate=None if a is None else alternate_encoded[i, a],
                 )
@@ -172,11 +189,11 @@ def with_reference_logps(
 
 
 def collate_items(items: list[UnlearnItem], *, pad_id: int) -> dict[str, Any]:
-    batch: dict[str, Any] = {
-        "forget": collate([i.forget for i in items], pad_id=pad_id),
-        "retain": collate([i.retain for i in items], pad_id=pad_id),
-        "refusal": collate([i.refusal for i in items], pad_id=pad_id),
-    }
+    batch: dict[str, Any] = {"forget": collate([i.forget for i in items], pad_id=pad_id)}
+    retain = [i.retain for i in items]
+    if all(r is not None for r in retain):
+        batch["retain"] = collate(retain, pad_id=pad_id)  # type: ignore[arg-type]
+    batch["refusal"] = collate([i.refusal for i in items], pad_id=pad_id)
     alternates = [i.alternate for i in items]
     if all(a is not None for a in alternates):
         batch["alternate"] = collate(alternates, pad_id=pad_id)

@@ -10,7 +10,9 @@ copy is kept only for methods that need its full outputs during training (an exa
 activations, forget-batch logits). The engine asks a method for its optional parts by
 protocol (methods/base.py: constants it prepares, the parameters it trains, the hidden layer it
 reads, a two-gradient update through the loop's step hook, train/two_task.py, state across
-steps through the loop's stateful loss, `StatefulMethodLoss`), never by name.
+steps through the loop's stateful loss, `StatefulMethodLoss`), never by name. A method that
+trains nothing (an instructed one, `methods.base.trains`) gets the start model back, at step 0.
+Partial-layer unlearning (`layers`) trains only the named decoder blocks (train/layers.py).
 
 Its parts: `train/items.py` what a step sees (the draws, the encoded items, their reference
 log-probs, the batch), `train/method_loss.py` the method's forward passes and loss; here the
@@ -33,6 +35,7 @@ from forgetbench.errors import DataError
 from forgetbench.methods.base import (
     SelectiveMethod,
     UnlearnMethod,
+    trains,
 )
 from forgetbench.methods.plugins import method_source
 from forgetbench.modeling.limits import position_limit
@@ -45,12 +48,14 @@ from forgetbench.train.integrity import reuse_finished
 from forgetbench.train.items import (
     ALTERNATE_FIELDS,
     REFERENCE_FIELDS,
+    RETAIN_FIELDS,
     TrainingRecord,
     UnlearnItem,
     build_items,
     collate_items,
     with_reference_logps,
 )
+from forgetbench.train.layers import checked_layers, train_only_layers
 from forgetbench.train.loop import NonFiniteLoss, train_loop
 from forgetbench.train.loop_config import LoopConfig, config_key
 from forgetbench.train.method_loss import method_loss
@@ -102,6 +107,7 @@ def unlearn_key(
     items: Iterable[UnlearnItem],
     *,
     lora: dict[str, Any] | None = None,
+    layers: Sequence[int] | None = None,
 ) -> str:
     source = method_source(type(method))
     header = {
@@ -112,6 +118,7 @@ def unlearn_key(
         "version": __version__,
         "code": TRAINING_CODE_VERSION,  # the loss arithmetic, as for finetuning stages
         **({"lora": lora} if lora else {}),  # absent without LoRA: earlier runs keep their keys
+        **({"layers": sorted(set(layers))} if layers else {}),  # likewise without unlearn.layers
         # A plugin method's code is not named by the version: its file's hash is (absent for a
         # built-in, so no built-in run's key changed).
         **({"source": source} if source else {}),
@@ -120,7 +127,9 @@ def unlearn_key(
     return inputs_key(
         header,
         (
-            [i.forget.input_ids, i.retain.input_ids, i.refusal.input_ids]
+            [i.forget.input_ids]
+            + ([] if i.retain is None else [i.retain.input_ids])
+            + [i.refusal.input_ids]
             + ([] if i.alternate is None else [i.alternate.input_ids])
             for i in items
         ),
@@ -143,12 +152,17 @@ def run_unlearning(
     progress: bool = True,
     trust_remote_code: bool = False,
     lora: dict[str, Any] | None = None,
+    layers: Sequence[int] | None = None,
 ) -> UnlearnResult:
     """Unlearn `forget` from the model at `model_dir`; snapshots every `snapshot_every` steps
     (0 = each epoch) become `snapshots/step-N/` model folders for trajectory evaluation. With
     `lora` (`apply_lora`'s options) only adapters train, a reference model is the same weights
-    with the adapters off, and every saved model has the adapters merged in."""
-    _require_alternates(method, forget, split)
+    with the adapters off, and every saved model has the adapters merged in. With `layers` only
+    those decoder blocks train (with LoRA: only they carry adapters). A method that trains
+    nothing returns the start model as it is: no folder, no step."""
+    if not trains(method):
+        return UnlearnResult(Path(model_dir), [(0, Path(model_dir))], [], 0.0, False)
+    _require_inputs(method, forget, retain, split)
     model, tokenizer = load_model(model_dir, trust_remote_code=trust_remote_code)
     plan = plan_items(
         model, tokenizer, forget=forget, retain=retain, method=method, config=config,
@@ -156,7 +170,7 @@ def run_unlearning(
     )  # fmt: skip
     key = unlearn_key(
         method, config, model_fingerprint(Path(model_dir)), (i for e in plan for i in e),
-        lora=lora,
+        lora=lora, layers=layers,
     )  # fmt: skip
     folder = Path(run_dir) / "unlearn" / f"{method.name}-{split}-{key}"
     # The start model's snapshot is whatever folder this run was given, not the one recorded.
@@ -185,6 +199,7 @@ def run_unlearning(
         model, result, cost = train_method(
             model, tokenizer, plan, method=method, config=config, split=split,
             work_dir=folder / "work", progress=progress, lora=lora, on_step=snapshot,
+            layers=layers,
         )  # fmt: skip
         # Read the snapshots back from disk: after a resume, steps saved before the kill count too.
         snapshots = [start] + sorted(
@@ -201,6 +216,7 @@ def run_unlearning(
                 "method": method.name,
                 "options": asdict(method),  # type: ignore[call-overload]
                 "split": split,
+                **({"layers": sorted(set(layers))} if layers else {}),
                 "parent": str(model_dir),
                 "config": config_key(config),
                 "losses": result.losses,
@@ -217,10 +233,20 @@ def run_unlearning(
         )
 
 
-def _require_alternates(
-    method: UnlearnMethod, forget: Sequence[TrainingRecord], split: str
+def _require_inputs(
+    method: UnlearnMethod,
+    forget: Sequence[TrainingRecord],
+    retain: Sequence[TrainingRecord],
+    split: str,
 ) -> None:
-    """A method that trains toward alternate answers needs them on every forget record."""
+    """A method that reads a retain batch needs a retain set (RWKU gives none); one that trains
+    toward alternate answers needs them on every forget record."""
+    if not retain and set(method.required_inputs()) & RETAIN_FIELDS:
+        raise DataError(
+            f"{method.name} reads a retain batch, and {split} comes with no retain set",
+            f"give a retain set, or set {method.name}'s retain weight to 0 where it has one "
+            "(method.retain_weight=0), or choose a method with no retain term",
+        )
     if not set(method.required_inputs()) & ALTERNATE_FIELDS:
         return
     lacking = [
@@ -276,17 +302,22 @@ def train_method(
     progress: bool,
     lora: dict[str, Any] | None = None,
     on_step: Any = None,
+    layers: Sequence[int] | None = None,
 ) -> tuple[Any, Any, Any]:
     """Unlearn `model` in place on `plan`: the start model's reference log-probs, the method's
     loss (or two-gradient step) through the training loop, checkpoints in `work_dir`. Returns
     (the model, adapters merged; the loop's result; the stage's cost)."""
     needs = set(method.required_inputs())
+    if layers:
+        layers = checked_layers(model, layers)  # refused before any forward pass
     plan = with_reference_logps(
         model, plan, pad_id=tokenizer.pad_token_id, fields=needs & REFERENCE_FIELDS
     )
     if lora:
-        model = apply_lora(model, **lora_for_method(method, model, lora))
+        model = apply_lora(model, **lora_for_method(method, model, lora), layers=layers)
     loss, hook = method_loss(method, model)
+    if layers and not lora:  # with LoRA the adapters sit in those blocks only already
+        train_only_layers(model, layers)
     with stage_cost() as cost:
         try:
             result = train_loop(
@@ -331,16 +362,19 @@ def unlearn_model(
     max_length: int = 512,
     progress: bool = False,
     lora: dict[str, Any] | None = None,
+    layers: Sequence[int] | None = None,
 ) -> tuple[Any, list[float], float]:
     """`run_unlearning` on a model object the caller holds, trained in place, no cache: the same
     items, reference log-probs and loop, so the same losses. Returns (model, losses, seconds)."""
-    _require_alternates(method, forget, split)
+    if not trains(method):
+        return model, [], 0.0
+    _require_inputs(method, forget, retain, split)
     plan = plan_items(
         model, tokenizer, forget=forget, retain=retain, method=method, config=config,
         template=template, refusals=refusals, max_length=max_length,
     )  # fmt: skip
     model, result, cost = train_method(
         model, tokenizer, plan, method=method, config=config, split=split,
-        work_dir=work_dir, progress=progress, lora=lora,
+        work_dir=work_dir, progress=progress, lora=lora, layers=layers,
     )  # fmt: skip
     return model, result.losses, cost.seconds

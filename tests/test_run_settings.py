@@ -70,7 +70,8 @@ def test_a_document_study_records_the_documents_recipe_not_tofus(monkeypatch):
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from forgetbench.study.corpus import corpus_models
+    from forgetbench.study.corpus_models import corpus_models
+    from forgetbench.train import corpus_stages
     from forgetbench.train import mini as mini_training
 
     recipe = mini_training.mini_recipe
@@ -80,7 +81,7 @@ def test_a_document_study_records_the_documents_recipe_not_tofus(monkeypatch):
         and replace(r, documents=replace(r.documents, lr=5e-4)),
     )  # fmt: skip
     monkeypatch.setattr(
-        mini_training,
+        corpus_stages,
         "finetune_corpus",
         lambda *a, name, **k: SimpleNamespace(model_dir=Path(name)),
     )
@@ -91,7 +92,8 @@ def test_a_document_study_records_the_documents_recipe_not_tofus(monkeypatch):
     )  # fmt: skip
     bench = SimpleNamespace(
         name="muse", finetune_texts=lambda d: [], retain_model_texts=lambda d: [],
-        forget_sets=("news",), unlearn_preset="muse", eval_layout="muse",
+        forget_sets=("news",), unlearn_preset="muse", eval_layout="muse", pretrained=None,
+        sets=lambda d: ("news",),
     )  # fmt: skip
     study = corpus_models(load_config(), bench, Path("data"), mini, progress=False)
     assert study.finetune_lr == 5e-4 == study.finetune_loop.lr

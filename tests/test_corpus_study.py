@@ -17,8 +17,10 @@ from transformers import PreTrainedTokenizerFast
 from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.cli import main
+from forgetbench.config import RunConfig
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
+from forgetbench.data.rwku import load_rwku
 from forgetbench.metrics.mia_roc import privleak
 from forgetbench.modeling.encoding import encode_chunk
 from forgetbench.modeling.loading import load_model
@@ -582,3 +584,28 @@ def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsy
     assert not out.exists()
     argv = [*argv[:-2], "study.retain_logs={3_Nobody: " + str(tmp_path) + "}"]
     _refused(argv, capsys, "3_Nobody")
+
+
+def test_rwku_targets_chooses_the_forget_sets_a_run_unlearns(tmp_path, capsys):
+    """rwku.targets picks the targets the RWKU study unlearns, one forget set each, in the order
+    named; run refuses it for another benchmark, and the rwku.* options not run yet."""
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    bench = corpus_benchmark("rwku")
+    config = RunConfig.model_validate({"rwku": {"targets": ["2", "Eilidh Rosenqvist"]}})
+    chosen = bench.chosen_sets(data, config)
+    assert list(chosen) == ["2_Leila_Mansour", "1_Eilidh_Rosenqvist"]
+    assert chosen["2_Leila_Mansour"](data) == [
+        r.text for r in load_rwku(data, "2_Leila_Mansour", "positive")
+    ]
+    assert list(bench.chosen_sets(data, RunConfig())) == ["1_Eilidh_Rosenqvist", "2_Leila_Mansour"]
+    # With one target chosen, --retain-log is that target's (no longer "2 forget splits"): the
+    # study gets past the count to check the log itself.
+    out = tmp_path / "out"
+    argv = ["run", "--benchmark", "rwku", "--model", str(tmp_path), "--data", str(data),
+            "--out", str(out), "--retain-log", str(tmp_path), "rwku.targets=[2]"]  # fmt: skip
+    line = _refused(argv, capsys, "study.retain_logs.2_Leila_Mansour")
+    assert "forget splits" not in line and not out.exists()
+    _refused([*argv[:-1], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
+    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "rwku.targets alone")
+    _refused(["run", "--benchmark", "rwku", "rwku.batch=true"], capsys, "rwku.batch")

@@ -37,6 +37,7 @@ from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
 from forgetbench.data.chunks import ChunkMode
 from forgetbench.data.muse import load_muse_texts, muse_digest, require_muse
 from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_digest
+from forgetbench.data.rwku_corpus import select_targets
 from forgetbench.data.wmdp import load_wmdp_corpus, require_wmdp, wmdp_digest, wmdp_notes
 from forgetbench.errors import UnknownNameError
 from forgetbench.io import read_json_records
@@ -143,6 +144,11 @@ class CorpusBenchmark:
     forget_sets_of: Callable[[Path], Mapping[str, Texts]] | None = None
     # The eval.* options its evaluation task reads beyond every document study's (`EVAL_READ`).
     eval_options: tuple[str, ...] = ()
+    # Which of a folder's forget sets a run studies, from the run's config (RWKU's rwku.targets);
+    # None: every one of `sets(folder)`.
+    choose: Callable[[Path, Any], Mapping[str, Texts]] | None = None
+    # The options of its own section that `choose` reads (`forgetbench run` refuses the rest).
+    options: tuple[str, ...] = ()
 
     def read_config(self, dumped: Mapping[str, Any]) -> dict[str, Any]:
         """A dumped run config cut to what a study of this benchmark reads: no TOFU splits,
@@ -170,6 +176,10 @@ class CorpusBenchmark:
     def sets(self, folder: Path) -> Mapping[str, Texts]:
         """The forget sets of the benchmark's folder `folder`."""
         return self.forget_sets_of(folder) if self.forget_sets_of is not None else self.forget_sets
+
+    def chosen_sets(self, folder: Path, config: Any) -> Mapping[str, Texts]:
+        """The forget sets of `folder` that the run of `config` studies."""
+        return self.choose(folder, config) if self.choose is not None else self.sets(folder)
 
     def forget_texts(self, split: str, folder: Path | None = None) -> Texts:
         """The forget documents of `split`: one of `sets(folder)`, or a request of a series."""
@@ -314,6 +324,15 @@ def _rwku_sets(folder: Path) -> dict[str, Texts]:
     }
 
 
+def _rwku_chosen(folder: Path, config: Any) -> dict[str, Texts]:
+    """The forget sets of the targets rwku.targets names, in the order named (every target when
+    unset): single-target unlearning, one run per target."""
+    every = _rwku_sets(folder)
+    return {
+        t.folder.name: every[t.folder.name] for t in select_targets(folder, config.rwku.targets)
+    }
+
+
 def _rwku_retain(folder: Path) -> list[str]:
     """Unlearning's retain set: the miniature's rows of the people nothing asks about
     (`pretraining.jsonl`'s role "retain"); RWKU's own folder has no retain corpus (its GA and NPO
@@ -391,4 +410,6 @@ def rwku() -> CorpusBenchmark:
         unlearn_preset="rwku",
         pretrained=Pretrained(_rwku_unknown),
         forget_sets_of=_rwku_sets,
+        choose=_rwku_chosen,
+        options=("rwku.targets",),
     )

@@ -239,7 +239,7 @@ def run_corpus_study(
     workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.
-    forget_sets = bench.sets(study.data)
+    forget_sets = bench.chosen_sets(study.data, config)
     eval_split = next(iter(forget_sets))
     pool = make_pool(workers)
     try:

@@ -17,8 +17,11 @@ from transformers import PreTrainedTokenizerFast
 from forgetbench.benchmarks.corpus import corpus_benchmark
 from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.cli import main
+from forgetbench.config import RunConfig
 from forgetbench.criteria import muse_criteria
 from forgetbench.data.chunks import chunk_bounds, text_chunks
+from forgetbench.data.rwku import load_rwku
+from forgetbench.errors import ConfigError
 from forgetbench.metrics.mia_roc import privleak
 from forgetbench.modeling.encoding import encode_chunk
 from forgetbench.modeling.loading import load_model
@@ -582,3 +585,71 @@ def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsy
     assert not out.exists()
     argv = [*argv[:-2], "study.retain_logs={3_Nobody: " + str(tmp_path) + "}"]
     _refused(argv, capsys, "3_Nobody")
+
+
+def test_rwku_targets_chooses_the_forget_sets_a_run_unlearns(tmp_path, capsys):
+    """rwku.targets picks the targets the RWKU study unlearns, one forget set each, in the order
+    named; run refuses it for another benchmark, and the rwku.* options not run yet."""
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    bench = corpus_benchmark("rwku")
+    config = RunConfig.model_validate({"rwku": {"targets": ["2", "Eilidh Rosenqvist"]}})
+    chosen = bench.chosen_sets(data, config)
+    assert list(chosen) == ["2_Leila_Mansour", "1_Eilidh_Rosenqvist"]
+    assert chosen["2_Leila_Mansour"](data) == [
+        r.text for r in load_rwku(data, "2_Leila_Mansour", "positive")
+    ]
+    assert list(bench.chosen_sets(data, RunConfig())) == ["1_Eilidh_Rosenqvist", "2_Leila_Mansour"]
+    # With one target chosen, --retain-log is that target's (no longer "2 forget splits"): the
+    # study gets past the count to check the log itself.
+    out = tmp_path / "out"
+    argv = ["run", "--benchmark", "rwku", "--model", str(tmp_path), "--data", str(data),
+            "--out", str(out), "--retain-log", str(tmp_path), "rwku.targets=[2]"]  # fmt: skip
+    line = _refused(argv, capsys, "study.retain_logs.2_Leila_Mansour")
+    assert "forget splits" not in line and not out.exists()
+    _refused([*argv[:-1], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
+    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "rwku.targets alone")
+    _refused(["run", "--benchmark", "rwku", "rwku.batch=true"], capsys, "rwku.batch")
+
+
+def test_rwku_gives_dpo_its_pairs_and_rejection_tuning_its_questions_and_refusals(
+    tmp_path, monkeypatch, words
+):
+    """Each method unlearns on the corpus RWKU's scripts give it: dpo on the target's pair.json
+    (the rejected biography forgotten, the made-up one preferred), idk with retain_weight 0 on
+    reject.json drawing the file's refusals, grad_ascent on positive.json's text chunks; the
+    RWKU study accepts dpo and idk, which a MUSE study refuses (training is not the point here:
+    the engine's call is captured)."""
+    from forgetbench.study import unlearn as study_unlearn
+    from forgetbench.study.corpus import refuse_document_methods
+    from forgetbench.study.inputs import Study, external_defaults
+
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    captured: dict[str, tuple] = {}
+
+    def engine(out, *, forget, retain, method, refusals, **_):
+        captured[method.name] = (forget, retain, refusals)
+
+    monkeypatch.setattr(study_unlearn, "run_unlearning", engine)
+    monkeypatch.setattr(study_unlearn, "load_tokenizer", lambda *a, **k: words)
+    study = Study(data, tmp_path, None, {}, PromptTemplate("question_answer"), 64,
+                  external_defaults, benchmark="rwku", documents="rwku")  # fmt: skip
+    split = "2_Leila_Mansour"
+    for name in ("dpo", "idk", "grad_ascent"):
+        method = {"method": {"retain_weight": 0}} if name == "idk" else {}  # rejection tuning
+        study_unlearn.unlearn_split(study, RunConfig.model_validate(method), tmp_path, split, name)
+    pairs = load_rwku(data, split, "pair")
+    assert captured["dpo"][0] == pairs and captured["dpo"][0][0].chosen != pairs[0].rejected
+    rejects = load_rwku(data, split, "reject")
+    assert captured["idk"][0] == rejects
+    assert captured["idk"][2] == tuple(dict.fromkeys(r.answer for r in rejects))
+    texts = [r.text for r in load_rwku(data, split, "positive")]
+    ga = captured["grad_ascent"][0]
+    assert all(isinstance(r, TextRecord) for r in ga) and ga[0].text.split()[0] in texts[0]
+    assert captured["grad_ascent"][2] == captured["dpo"][2]  # the run's own refusals
+    refuse_document_methods(corpus_benchmark("rwku"), ["dpo", "idk", "grad_ascent"])
+    with pytest.raises(ConfigError, match="altpo"):
+        refuse_document_methods(corpus_benchmark("rwku"), ["altpo"])
+    with pytest.raises(ConfigError, match="dpo"):
+        refuse_document_methods(corpus_benchmark("muse"), ["dpo"])

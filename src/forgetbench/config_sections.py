@@ -185,10 +185,17 @@ class UnlearnConfig(_Section):
     )
 
 
+def _target_names(value: Any) -> Any:
+    # A number typed bare (rwku.targets=[2]) names the target numbered 2, as "2" does.
+    if isinstance(value, list):
+        return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+    return value
+
+
 class RWKUConfig(_Section):
     """RWKU's settings (docs/rwku.md): which targets one run forgets, and its forget corpus."""
 
-    targets: list[str] | None = Field(
+    targets: Annotated[list[str] | None, BeforeValidator(_target_names)] = Field(
         None,
         description="RWKU targets to unlearn: names, folders (1_Stephen_King), numbers or "
         "ranges (1-10, both ends included); unset = every target",

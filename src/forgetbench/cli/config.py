@@ -102,6 +102,11 @@ def _refuse_unused(
         unused.update(UNUSED_WITH_A_MODEL.get(command, {}))
     if throughput:
         unused.update(UNUSED["bench throughput"])
+    if command == "run" and config.benchmark.name in DOCUMENT_BENCHMARKS:
+        from forgetbench.benchmarks.corpus import corpus_benchmark
+
+        # The options of the benchmark's own section that its study reads (RWKU's targets).
+        unused.update(dict.fromkeys(corpus_benchmark(config.benchmark.name).options))  # type: ignore[union-attr]
     if command == "eval" and config.benchmark.name in DOCUMENT_BENCHMARKS:
         name = config.benchmark.name
         unused["benchmark.split"] = (
@@ -230,7 +235,9 @@ def _forget_sets(bench: Any, config: RunConfig) -> Any:
     """A document benchmark's forget sets: those of the given folder where they depend on it
     (RWKU's targets), else its own."""
     data = given_data(config)
-    return bench.sets(Path(data)) if data is not None and Path(data).is_dir() else bench.forget_sets
+    if data is None or not Path(data).is_dir():
+        return bench.forget_sets
+    return bench.chosen_sets(Path(data), config)
 
 
 def _retain_log_flag(args: argparse.Namespace, config: RunConfig) -> RunConfig:

@@ -77,6 +77,10 @@ def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
                 f"drop {name} from --methods (docs/rwku.md, 'Settings')",
             )
         needs = answers_questions(name)
+        # A benchmark with corpora of its own for such methods (RWKU's pairs and refusals)
+        # gives them what they train toward; alternate answers none has.
+        if bench.method_forget is not None and not needs & ALTERNATE_FIELDS:
+            continue
         if needs:
             what = "alternate answers" if needs & ALTERNATE_FIELDS else "a refusal"
             raise ConfigError(
@@ -239,7 +243,7 @@ def run_corpus_study(
     workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.
-    forget_sets = bench.sets(study.data)
+    forget_sets = bench.chosen_sets(study.data, config)
     eval_split = next(iter(forget_sets))
     pool = make_pool(workers)
     try:

@@ -56,8 +56,8 @@ def forget_records(tofu: str | Path, split: str, method: UnlearnMethod) -> list[
 
 
 def document_sets(
-    study: Study, split: str, config: RunConfig
-) -> tuple[list[TextRecord], list[TextRecord]]:
+    study: Study, split: str, config: RunConfig, inputs: frozenset[str] = frozenset()
+) -> tuple[list[Any], list[TextRecord], tuple[str, ...]]:
     """A document benchmark's forget set `split` and its retain set as text chunks, cut as its
     reference code cuts them (`CorpusBenchmark.chunk_tokens`, capped at the study's length less
     its BOS: the built-in model's positions, or train.max_length for the user's; and
@@ -73,9 +73,13 @@ def document_sets(
             for text in text_chunks(tokenizer, documents, length=length, mode=bench.chunk_mode)
         ]
 
-    return chunks(bench.forget_texts(split, study.data)(study.data)), chunks(
-        bench.retain_texts(study.data)
-    )
+    retain = chunks(bench.retain_texts(study.data))
+    # A method's own corpus where the benchmark has one for what it reads (`inputs`: RWKU's DPO
+    # pairs, rejection tuning's questions and refusals), else the forget set's text chunks.
+    own = bench.method_forget(study.data, split, inputs) if bench.method_forget else None
+    if own is not None:
+        return own[0], retain, own[1]
+    return chunks(bench.forget_texts(split, study.data)(study.data)), retain, ()
 
 
 def resolve_method(
@@ -217,8 +221,11 @@ def unlearn_split(
     tofu = tofu_root(study.data)
     forget: list[Any]
     retain: list[Any]
+    refusals = load_refusals(config.unlearn.refusals_file)
     if study.documents is not None:
-        forget, retain = document_sets(study, split, config)
+        forget, retain, own = document_sets(study, split, config, method.required_inputs())
+        # The corpus's own refusals (RWKU's reject.json), unless unlearn.refusals_file is set.
+        refusals = own if own and config.unlearn.refusals_file is None else refusals
     else:
         forget = forget_records(tofu, split, method)
         retain = load_tofu(tofu, retain_split_for(split))
@@ -240,7 +247,7 @@ def unlearn_split(
         start, label = after[1], f"{split}-after-{after[0]}"
     result = run_unlearning(
         out, model_dir=start, forget=forget, retain=retain, method=method, config=loop,
-        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
+        template=study.template, refusals=refusals,
         split=label, max_length=study.max_length,
         snapshot_every=config.unlearn.snapshot_every, progress=progress,
         trust_remote_code=config.model.trust_remote_code, lora=unlearn_lora(config),

@@ -1,0 +1,146 @@
+"""RWKU's description (Jin et al., 2024) for the document study: one forget set per target (the
+targets `rwku.targets` names), each method's own corpus where RWKU gives one, and the reference
+model pretrained without the targets."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from forgetbench.benchmarks.description import (
+    CORPUS_BENCHMARKS,
+    CorpusBenchmark,
+    Gap,
+    MethodForget,
+    Pretrained,
+    Texts,
+)
+from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
+from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
+from forgetbench.data.rwku import find_target, load_rwku, load_targets, require_rwku, rwku_digest
+from forgetbench.data.rwku_corpus import (
+    corpus_refusals,
+    forget_corpus,
+    method_corpus,
+    select_targets,
+)
+from forgetbench.io import read_json_records
+
+
+def _rwku_stem(stem: str, folder: Path, target: str) -> list[str]:
+    return [r.text for r in load_rwku(folder, target, stem)]
+
+
+def _rwku_sets(folder: Path) -> dict[str, Texts]:
+    """One forget set per target, named by its folder: the target's forget corpus
+    (`positive.json`, the texts RWKU's GA and NPO forget)."""
+    return {
+        t.folder.name: partial(_rwku_stem, "positive", target=t.folder.name)
+        for t in load_targets(folder)
+        if t.folder is not None
+    }
+
+
+def _rwku_chosen(folder: Path, config: Any) -> dict[str, Texts]:
+    """The forget sets of the targets rwku.targets names, in the order named (every target when
+    unset): single-target unlearning, one run per target."""
+    every = _rwku_sets(folder)
+    return {
+        t.folder.name: every[t.folder.name] for t in select_targets(folder, config.rwku.targets)
+    }
+
+
+def _rwku_method_forget(folder: Path, split: str, inputs: frozenset[str]) -> MethodForget | None:
+    """The corpus RWKU's scripts give a method reading `inputs` (`method_corpus`): a method
+    that prefers an answer to the forget text (dpo) trains on the target's `pair.json`, one that
+    trains toward a refusal alone (idk with retain_weight 0: rejection tuning) on `reject.json`
+    with its refusals; None for every other, which forgets `positive.json` as text."""
+    corpus = method_corpus(inputs)
+    if corpus == "positive":
+        return None
+    records = forget_corpus(folder, [find_target(folder, split)], corpus)
+    return records, corpus_refusals(records) if corpus == "reject" else ()
+
+
+def _rwku_retain(folder: Path) -> list[str]:
+    """Unlearning's retain set: the miniature's rows of the people nothing asks about
+    (`pretraining.jsonl`'s role "retain"); RWKU's own folder has no retain corpus (its GA and NPO
+    read none), so there every target's retain-member passages (`retain_mia.json`) serve, and
+    MIA on RM is then of text the methods that keep a retain set trained on."""
+    rows = _rwku_rows(folder)
+    if rows:
+        return [row["text"] for row in rows if row.get("role") == "retain"]
+    texts = (
+        r
+        for t in load_targets(folder)
+        for r in _rwku_stem("retain_mia", folder, t.folder.name)  # type: ignore[union-attr]
+    )
+    return list(dict.fromkeys(texts))
+
+
+def _rwku_unknown(folder: Path) -> list[str]:
+    return [t.name for t in load_targets(folder)]
+
+
+def _rwku_rows(folder: Path) -> list[dict[str, Any]]:
+    """The miniature's `pretraining.jsonl` beside the target folders (the pretraining rows of
+    the people its folders ask about and of its retain people), or nothing for a folder without
+    one (RWKU's own)."""
+    root = Path(folder) / "Target" if (Path(folder) / "Target").is_dir() else Path(folder)
+    file = root / KNOWLEDGE
+    return read_json_records(file) if file.is_file() else []
+
+
+def _rwku_knowledge(folder: Path) -> list[str]:
+    return [row["text"] for row in _rwku_rows(folder)]
+
+
+def _rwku_known_to_reference(folder: Path) -> list[str]:
+    names = _rwku_unknown(folder)
+    return [t for t in _rwku_knowledge(folder) if not any(name in t for name in names)]
+
+
+@CORPUS_BENCHMARKS.register("rwku")
+def rwku() -> CorpusBenchmark:
+    """RWKU (Jin et al., 2024). Only the target and the original model are given: the model
+    learnt the target in pretraining, and each target is unlearnt alone (single-target, one
+    forget set per target) from the original model, on the target's forget corpus
+    (`positive.json`, each text a sample up to RWKU's cutoff_len of 512 tokens). The reference
+    that never saw the target is the base pretrained without the targets' documents."""
+    return CorpusBenchmark(
+        name="rwku",
+        title="RWKU",
+        miniature_folder=RELEASED_FOLDERS["rwku"],
+        require=require_rwku,
+        digest=rwku_digest,
+        # The miniature's knowledge stage: the base pretrained further on the rows of the people
+        # its folders ask about (the reference: on those not naming a target); RWKU's own folder
+        # has none, and the original model is the base itself (`pretrained`).
+        finetune_texts=_rwku_knowledge,
+        retain_model_texts=_rwku_known_to_reference,
+        forget_sets={},
+        retain_texts=_rwku_retain,
+        chunk_tokens=512,
+        chunk_mode="truncate",
+        eval_layout="rwku",
+        relative=None,
+        # 0.1 (ROUGE-L recall): the reference answers a few probes by chance (common words of a
+        # date or a city), so a gap of noise does not pass; the gate says when the original
+        # model never knew the target.
+        gaps=(
+            Gap(
+                "rwku/forget_qa",
+                0.1,
+                "forget QA (ROUGE-L recall)",
+                "the original model never knew the target: unlearn targets it answers "
+                "questions about, or a model that knows them",
+            ),
+        ),  # fmt: skip
+        unlearn_preset="rwku",
+        pretrained=Pretrained(_rwku_unknown),
+        forget_sets_of=_rwku_sets,
+        choose=_rwku_chosen,
+        options=("rwku.targets",),
+        method_forget=_rwku_method_forget,
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
-from forgetbench.report.plots import _REFERENCE_STYLE, _figure_legend, _series
+from forgetbench.report.plots import _REFERENCE_STYLE, _figure_legend, _method_lines, _series
 from forgetbench.rows import Row, number, reference, trajectory
 
 # (key, title) of what each benchmark's figures draw; utility is the plane's x axis.
@@ -56,12 +56,7 @@ def score_curves(
                 ax.set_visible(False)
                 continue
             key, panel_title = panels[index]
-            drawn = False
-            for method, style in styles.items():
-                points = _series(trajectory(rows, split, method), "step", key)
-                if points:
-                    ax.plot(*zip(*points, strict=True), markersize=3, label=_text(method), **style)
-                    drawn = True
+            drawn = _method_lines(ax, rows, split, styles, key)
             for model, colour in _LINES.items():
                 row = reference(rows, split, model)
                 if row is not None and (value := number(row, key)) is not None:

@@ -179,17 +179,7 @@ def subscore_curves(rows: Sequence[Row], split: str) -> str:
             for j, (set_name, set_title) in enumerate(SETS):
                 ax = axes[i][j]
                 key = f"{set_name}/{metric}"
-                drawn = False
-                for method, style in styles.items():
-                    points = _series(trajectory(rows, split, method), "step", key)
-                    if points:
-                        ax.plot(
-                            *zip(*points, strict=True),
-                            markersize=3,
-                            label=_text(method),
-                            **style,
-                        )
-                        drawn = True
+                drawn = _method_lines(ax, rows, split, styles, key)
                 if retain is not None and (value := number(retain, key)) is not None:
                     ax.axhline(
                         value, color="#7f7f7f", linestyle="--", linewidth=1, label="retain model"
@@ -272,9 +262,7 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
     if has_key(rows, "model_utility"):
         panels.append(("model_utility", "Model utility"))
     styles = method_styles(rows)
-    paths = {m: trajectory(rows, split, m) for m in styles}
-    # Steps, as in every other trajectory plot: one x unit across the report.
-    x_key = "step"
+    # Steps (`_method_lines`), as in every other trajectory plot: one x unit across the report.
     retain = reference(rows, split, "retain")
     with _style():
         ncols = min(3, max(len(panels), 1))
@@ -287,12 +275,7 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
                 ax.set_visible(False)
                 continue
             key, title = panels[index]
-            drawn = False
-            for method, style in styles.items():
-                points = _series(paths[method], x_key, key)
-                if points:
-                    ax.plot(*zip(*points, strict=True), markersize=3, label=_text(method), **style)
-                    drawn = True
+            drawn = _method_lines(ax, rows, split, styles, key)
             if retain is not None and (value := number(retain, key)) is not None:
                 ax.axhline(
                     value, color="#7f7f7f", linestyle="--", linewidth=1, label="retain model"
@@ -319,6 +302,20 @@ def _series(path: Sequence[Row], x_key: str, y_key: str) -> list[tuple[float, fl
         for r in path
         if (x := number(r, x_key)) is not None and (y := number(r, y_key)) is not None
     ]
+
+
+def _method_lines(
+    ax: Any, rows: Sequence[Row], split: str, styles: dict[str, dict[str, Any]], key: str
+) -> bool:
+    """Each method's `key` against the unlearning step, one line per method in its style;
+    whether any was drawn."""
+    drawn = False
+    for method, style in styles.items():
+        points = _series(trajectory(rows, split, method), "step", key)
+        if points:
+            ax.plot(*zip(*points, strict=True), markersize=3, label=_text(method), **style)
+            drawn = True
+    return drawn
 
 
 def _figure_legend(fig: Figure, axes: Any) -> None:

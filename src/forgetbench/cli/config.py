@@ -197,10 +197,9 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
     if command == "unlearn":
         chosen = {config.unlearn.method: dict(config.method)}
     else:
-        settings = config.study.method_settings
-        chosen = {
-            m: dict(settings[m].options) if m in settings else {} for m in config.study.methods
-        }
+        from forgetbench.study.unlearn import method_config
+
+        chosen = {m: dict(method_config(config, m).method) for m in config.study.methods}
     if not any(reads_refusals(name, options) for name, options in chosen.items()):
         methods = ", ".join(chosen)
         raise ConfigError(
@@ -319,7 +318,10 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     ignore = ("sweep",) if command == "sweep" else ()
     # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
     # commands read the model and the data from the config alone.
-    config = _retain_log_flag(args, load_config(args.config, args.overrides, values, ignore=ignore))
+    # A study's method.* options are for its methods (study.methods), not unlearn.method.
+    study = command == "run" or (command == "bench" and args.target == "study")
+    loaded = load_config(args.config, args.overrides, values, ignore=ignore, study=study)
+    config = _retain_log_flag(args, loaded)
     if command != "config":
         _refuse_unused(args, config, given)
     # Torch only now: a config that does not validate is refused in a moment.

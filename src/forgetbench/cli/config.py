@@ -108,7 +108,13 @@ def _refuse_unused(
         # The options of the benchmark's own section that its study reads (RWKU's targets).
         unused.update(dict.fromkeys(corpus_benchmark(config.benchmark.name).options))  # type: ignore[union-attr]
     if command == "eval" and config.benchmark.name in DOCUMENT_BENCHMARKS:
+        from forgetbench.benchmarks.corpus import corpus_benchmark
+
         name = config.benchmark.name
+        bench = corpus_benchmark(name)
+        assert bench is not None
+        # The options that choose the sets eval scores one by one (RWKU's targets).
+        unused.update(dict.fromkeys(bench.eval_choose))
         unused["benchmark.split"] = (
             f"{name} is scored on its folder's own sets, and has no TOFU split"
         )

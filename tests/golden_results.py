@@ -33,7 +33,7 @@ VOLATILE = ("created", "git_sha", "timings", "model", "workers", "forgetbench_ve
 # a run may have them where a file does not; every number a file holds is still compared.
 ADDED = re.compile(
     r"(probes|settings|forget_quality)/|probes$|(forget/)?degenerate$"
-    r"|forget_quality_held_out$|leaderboard$|lume_final$|rwku/|^rwku$|^layers$"
+    r"|forget_quality_held_out$|leaderboard$|lume_final$|rwku/|^rwku$|^rwku_utility$|^layers$"
     r"|^(compile|liger_kernel|cache_implementation|compile_generation)$"
 )
 

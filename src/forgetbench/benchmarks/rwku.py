@@ -156,6 +156,7 @@ def rwku() -> CorpusBenchmark:
         forget_sets_of=_rwku_sets,
         choose=_rwku_chosen,
         options=("rwku.targets", "rwku.corpus_model"),
+        eval_options=("rwku_utility",),
         eval_sets=_rwku_eval_sets,
         eval_choose=("rwku.targets",),
         method_forget=_rwku_method_forget,

@@ -73,10 +73,18 @@ def _print_scores(model: str, retain_log: str | None, scores: dict[str, Any]) ->
 def _print_sets(model: str, scores: dict[str, dict[str, Any]]) -> None:
     """Each set's scores as the study's tables lay out its rows (RWKU's, per target: the main
     scores, then the adversarial probes per attack), the model's row named "model"."""
+    from forgetbench.report.console import print_rows
     from forgetbench.report.rwku import print_rwku
 
     print(f"model: {model}")
     print_rwku([{"split": name, "method": "model", "step": 0, **s} for name, s in scores.items()])
+    # Utility through lm-eval (eval.rwku_utility=lm_eval) is the model's, the same for every set.
+    utility = {k: v for s in scores.values() for k, v in s.items() if k.startswith("lm_eval/")}
+    if utility:
+        rows = [
+            {"score": k, "value": _cell(v)} for k, v in sorted(utility.items()) if k.count("/") == 2
+        ]
+        print_rows(rows, title="utility through lm-eval (every set)")
 
 
 def _cell(value: Any) -> str:

@@ -21,6 +21,20 @@ from forgetbench.study.evaluate import Extension, evaluate_cached
 from forgetbench.study.inputs import Study
 
 
+def with_lm_eval_utility(extend: Extension, model: str, config: RunConfig) -> Extension:
+    """`extend`, adding RWKU's utility through lm-eval (`eval.rwku_utility=lm_eval`), measured
+    here, before any set is scored: lm-eval missing, or its data offline, stops the command
+    before any work, and one run serves every set (utility does not depend on the target)."""
+    from forgetbench.eval.rwku_utility import lm_eval_rwku_utility
+
+    utility = lm_eval_rwku_utility(model, config)
+
+    def extended(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
+        return {**extend(log, scores), **utility}
+
+    return extended
+
+
 def eval_each_set(
     sets: Sequence[str],
     config: RunConfig,

@@ -131,6 +131,10 @@ def eval_command(
         documents.require(Path(data))
         # The sets scored one by one (RWKU's targets), named before any model loads.
         chosen = documents.eval_sets(Path(data), config) if documents.eval_sets else []
+        if "rwku_utility" in documents.eval_options and config.eval.rwku_utility == "lm_eval":
+            from forgetbench.study.eval_sets import with_lm_eval_utility
+
+            extend = with_lm_eval_utility(extend, model, config)
         # What the scores were measured on, wherever the folder lies: a study given this
         # evaluation as its retain log checks it is of the study's data (`retain_summary`).
         info["data_digest"] = documents.digest(Path(data))

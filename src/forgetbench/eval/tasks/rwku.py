@@ -243,5 +243,11 @@ def rwku_task(setup: EvalSetup) -> RwkuTask | None:
     """An RWKU Target folder (`--benchmark rwku`), the split naming the target."""
     if setup.benchmark != "rwku":
         return None
-    return RwkuTask(setup.root, setup.split, template=setup.template, tokenizer=setup.tokenizer,
+    task = RwkuTask(setup.root, setup.split, template=setup.template, tokenizer=setup.tokenizer,
                     max_length=setup.max_length)  # fmt: skip
+    if setup.eval_config.rwku_utility == "lm_eval":
+        # lm-eval's whole tasks score these (`eval.rwku_utility`): the target's samples are not.
+        from forgetbench.eval.rwku_utility import REPLACED_SUBSETS
+
+        task.subsets.update(dict.fromkeys(REPLACED_SUBSETS, []))
+    return task

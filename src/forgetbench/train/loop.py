@@ -38,6 +38,7 @@ from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_che
 from forgetbench.train.contracts import Examples, LossFn, StatefulLoss, StepHook
 from forgetbench.train.kernels import apply_liger, compile_model, uses_liger
 from forgetbench.train.loop_config import SCHEDULES, LoopConfig
+from forgetbench.train.packing import packing_collate, uses_padding_free
 from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.sharding import (
     clip_sharded_gradients,
@@ -143,6 +144,8 @@ def train_loop(
     # recommends, and both come before DDP and the optimizer: the parameters stay the same.
     if uses_liger(model, accelerator.device, enabled=settings.liger_kernel):
         apply_liger(model)
+    if uses_padding_free(model, accelerator.device, asked=settings.padding_free):
+        collate_fn = packing_collate(collate_fn)
     if sharded:  # before the optimizer: it must hold the shards that replace the parameters
         shard_model(model)
     if settings.compile:

@@ -44,6 +44,7 @@ from forgetbench.train.batches import accumulation_steps
 from forgetbench.train.loop import train_loop
 from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.order import epoch_order, example_lengths
+from forgetbench.train.packing import uses_padding_free
 from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.stages import answer_nll
 
@@ -122,6 +123,9 @@ def train_throughput(
     n_params = sum(p.numel() for p in model.parameters())
     device = model_device(model)
     compute_dtype = _compute_dtype(model)
+    # Whether our loop packs its batches (HF's Trainer is fed the padded ones): the same
+    # batches either way, so the tokens counted and the rates compared stay the same.
+    padding_free = uses_padding_free(model, device, asked=precision().padding_free)
     peak = matmul_peak_flop_per_s(device=device, dtype=compute_dtype)
     profile = device.type == "cuda" if profile is None else profile
     # Profiled steps after the first, leaving at least one unprofiled step to time.
@@ -165,6 +169,7 @@ def train_throughput(
         "per_device_batch_size": config.per_device_batch_size,
         "accumulation": accumulation,
         "group_by_length": config.group_by_length,
+        "padding_free": padding_free,
         "n_params": n_params,
         "device": str(device),
         "compute_dtype": _dtype_name(compute_dtype),

@@ -176,8 +176,9 @@ step workers_gpu ${WORKERS_LIMIT:-50} bash -c workers_gpu
 rm -rf $WORK/study $WORK/study_demo
 step study_small ${STUDY_LIMIT:-160} $FB run --scale $SCALE --splits forget10 --out $WORK/study --no-progress --json --debug ${STUDY_WORKERS:+study.workers=$STUDY_WORKERS}
 cp $WORK/study/results.json "$OUT/logs/study_results.json" 2>/dev/null
-rm -rf $WORK/study_one
-step study_small_one ${STUDY_LIMIT:-160} $FB run --scale $SCALE --splits forget10 --out $WORK/study_one --no-progress --json --debug study.workers=1
+# Its own empty cache: on study_small's filled one it would only read what that one trained.
+rm -rf $WORK/study_one $WORK/cache_one
+FORGETBENCH_CACHE=$WORK/cache_one step study_small_one ${STUDY_LIMIT:-160} $FB run --scale $SCALE --splits forget10 --out $WORK/study_one --no-progress --json --debug study.workers=1
 step study_demo 60 $FB run --scale tiny --splits forget10 eval.mia_shadows=2 --out $WORK/study_demo --no-progress --json --debug
 step bench_eval 60 $FB bench eval --scale $SCALE --profile ${PROFILE:-auto} --out $WORK/bench --json --debug
 

@@ -17,10 +17,11 @@ import torch
 from forgetbench.device import configure
 from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
+from forgetbench.modeling import packing
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
-from forgetbench.train import loop, packing
+from forgetbench.train import loop
 from forgetbench.train.items import build_items, collate_items, with_reference_logps
 from forgetbench.train.loop import NonFiniteLoss, train_loop
 from forgetbench.train.loop_config import LoopConfig

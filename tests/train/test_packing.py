@@ -15,17 +15,17 @@ from forgetbench.errors import ConfigError
 from forgetbench.methods._terms import answer_token_logprobs, per_sample_nll
 from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
+from forgetbench.modeling import packing
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.encoding import collate
 from forgetbench.modeling.forward import forward_logits
+from forgetbench.modeling.packing import PACKED, uses_padding_free, with_packed
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
-from forgetbench.train import packing
 from forgetbench.train.items import build_items, collate_items, with_reference_logps
 from forgetbench.train.loop import train_loop
 from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.method_loss import MethodLoss
-from forgetbench.train.packing import PACKED, uses_padding_free, with_packed
 from toy import toy_examples, toy_qa, toy_tokenizer
 
 CUDA, CPU = torch.device("cuda"), torch.device("cpu")

@@ -26,6 +26,7 @@ from accelerate.utils import DataLoaderConfiguration
 
 from forgetbench.device import model_device, precision
 from forgetbench.errors import ConfigError, ForgetbenchError, PluginError
+from forgetbench.modeling.packing import packing_collate, uses_padding_free
 from forgetbench.train import train_log
 from forgetbench.train.batches import (
     accumulation_steps,
@@ -38,7 +39,6 @@ from forgetbench.train.checkpoint import LoopPosition, load_checkpoint, save_che
 from forgetbench.train.contracts import Examples, LossFn, StatefulLoss, StepHook
 from forgetbench.train.kernels import apply_liger, compile_model, uses_liger
 from forgetbench.train.loop_config import SCHEDULES, LoopConfig
-from forgetbench.train.packing import packing_collate, uses_padding_free
 from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.sharding import (
     clip_sharded_gradients,

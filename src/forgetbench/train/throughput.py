@@ -39,12 +39,12 @@ from forgetbench.device import (
 )
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.modeling.encoding import Encoded, collate
+from forgetbench.modeling.packing import uses_padding_free
 from forgetbench.profiling import StepProfiler
 from forgetbench.train.batches import accumulation_steps
 from forgetbench.train.loop import train_loop
 from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.order import epoch_order, example_lengths
-from forgetbench.train.packing import uses_padding_free
 from forgetbench.train.schedule import build_optimizer, lr_factor, warmup_steps
 from forgetbench.train.stages import answer_nll
 

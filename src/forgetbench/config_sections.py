@@ -79,6 +79,12 @@ class ModelConfig(_Section):
         description="in training on a CUDA GPU, liger-kernel's RMSNorm, RoPE and SwiGLU kernels "
         "for Llama-family models when installed (pip install forgetbench[gpu]); never on the CPU",
     )
+    padding_free: bool | None = Field(
+        None,
+        description="train on padding-free batches (each batch's sequences in one row, "
+        "positions restarting per sequence): the same losses, no padded position computed; "
+        "unset = on when training on a CUDA GPU with flash attention, off on the CPU",
+    )
     sharding: Literal[SHARDINGS] = Field(  # type: ignore[valid-type]
         "none",
         description="how launched processes hold the trained model: none (each a full copy, DDP), "

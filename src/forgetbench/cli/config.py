@@ -346,6 +346,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
         gradient_checkpointing=config.model.gradient_checkpointing,
         compile=config.model.compile,
         liger_kernel=config.model.liger_kernel,
+        padding_free=config.model.padding_free,
         sharding=config.model.sharding,
     )
     if command in ("finetune", "unlearn", "run", "sweep"):

@@ -56,6 +56,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "model.gradient_checkpointing": "eval trains nothing",
         "model.compile": "eval trains nothing (eval.compile_generation compiles generation)",
         "model.liger_kernel": "eval trains nothing",
+        "model.padding_free": "eval trains nothing",
         "model.size": "it shapes only the built-in model; eval scores the given --model",
     },
     "sanity": {

@@ -321,6 +321,7 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
         gradient_checkpointing=typed.model.gradient_checkpointing,
         compile=typed.model.compile,
         liger_kernel=typed.model.liger_kernel,
+        padding_free=typed.model.padding_free,
     )
     out = Path(typed.out)
     run_study(typed, out=out, progress=progress)

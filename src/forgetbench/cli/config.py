@@ -107,13 +107,26 @@ def _refuse_unused(
 
         # The options of the benchmark's own section that its study reads (RWKU's targets).
         unused.update(dict.fromkeys(corpus_benchmark(config.benchmark.name).options))  # type: ignore[union-attr]
+    reads_utility = False  # eval.rwku_utility: read by RWKU's evaluation alone
     if command == "eval" and config.benchmark.name in DOCUMENT_BENCHMARKS:
+        from forgetbench.benchmarks.corpus import corpus_benchmark
+
         name = config.benchmark.name
+        bench = corpus_benchmark(name)
+        assert bench is not None
+        # The options that choose the sets eval scores one by one (RWKU's targets).
+        unused.update(dict.fromkeys(bench.eval_choose))
+        reads_utility = "rwku_utility" in bench.eval_options
         unused["benchmark.split"] = (
             f"{name} is scored on its folder's own sets, and has no TOFU split"
         )
         unused["eval.probes"] = (
             f"the generalisation probes are TOFU-layout questions, which {name} has none of"
+        )
+    if not reads_utility:
+        unused["eval.rwku_utility"] = (
+            "it chooses how 'forgetbench eval --benchmark rwku' scores RWKU's utility (the RWKU "
+            "study scores RWKU's own utility sets)"
         )
     typed = [(option, key) for key, (option, _) in given.items()]
     typed += [(key, key) for key in (o.partition("=")[0] for o in args.overrides)]
@@ -333,6 +346,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
         gradient_checkpointing=config.model.gradient_checkpointing,
         compile=config.model.compile,
         liger_kernel=config.model.liger_kernel,
+        padding_free=config.model.padding_free,
         sharding=config.model.sharding,
     )
     if command in ("finetune", "unlearn", "run", "sweep"):

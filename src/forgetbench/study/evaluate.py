@@ -56,10 +56,13 @@ def evaluate_cached(
     shared: bool = True,
     tasks: tuple[str, ...] | None = None,
     on_task: Callable[[str, int, int], None] | None = None,
+    load: Callable[[], tuple[Any, Any]] | None = None,
 ) -> Evaluated:
     """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
     user names and owns); otherwise it is a link to the shared cache's entry of the same key.
-    `tasks`: run only these evaluation tasks (a shadow model needs only "mia")."""
+    `tasks`: run only these evaluation tasks (a shadow model needs only "mia"). `load`: gives
+    the (model, tokenizer) of `model_dir` where the caller holds it already loaded (an
+    evaluation of several sets of one model loads it once)."""
     from forgetbench.eval.runner import (
         cached_evaluation,
         evaluate_model,
@@ -74,8 +77,10 @@ def evaluate_cached(
         cached = cached_evaluation(folder, key)
         if cached is not None:
             return Evaluated(cached[0], cached[1], folder)
-        loaded, tokenizer = load_model(
-            model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code
+        loaded, tokenizer = (
+            load()
+            if load is not None
+            else load_model(model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code)
         )
         phases: dict[str, float] = {}
         log, scores, extra = evaluate_model(
@@ -110,6 +115,7 @@ def eval_command(
     documents = corpus_benchmark(benchmark)
     # Read before the work, so a bad path fails at once.
     reference = read_reference(retain_log) if documents is None else (None, None)
+    chosen: list[str] = []
     info = {
         "model": model,
         "data": data,
@@ -123,6 +129,12 @@ def eval_command(
     if documents is not None:
         extend = document_extension(documents, retain_log, config)
         documents.require(Path(data))
+        # The sets scored one by one (RWKU's targets), named before any model loads.
+        chosen = documents.eval_sets(Path(data), config) if documents.eval_sets else []
+        if "rwku_utility" in documents.eval_options and config.eval.rwku_utility == "lm_eval":
+            from forgetbench.study.eval_sets import with_lm_eval_utility
+
+            extend = with_lm_eval_utility(extend, model, config)
         # What the scores were measured on, wherever the folder lies: a study given this
         # evaluation as its retain log checks it is of the study's data (`retain_summary`).
         info["data_digest"] = documents.digest(Path(data))
@@ -145,6 +157,11 @@ def eval_command(
         benchmark=benchmark,
     )
     started = time.perf_counter()
+    if documents is not None and documents.eval_sets is not None:
+        from forgetbench.study.eval_sets import eval_each_set
+
+        return eval_each_set(chosen, config, study, out=out, info=info, extend=extend,
+                             progress=progress)  # fmt: skip
 
     def on_task(name: str, k: int, n: int) -> None:
         # On a terminal, like the training bars: a log or a pipe gets the result lines only.

@@ -19,7 +19,7 @@ from forgetbench.study.given import given_data, given_model
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.tables import lume_mmlu_notes
-    from forgetbench.study.evaluate import eval_command
+    from forgetbench.study.eval_command import eval_command
     from forgetbench.study.pool import quiet_transformers
 
     quiet_transformers()

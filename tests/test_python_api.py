@@ -304,6 +304,19 @@ def test_the_api_checks_its_arguments_in_one_sentence(call, message):
     assert info.value.message.startswith(message), info.value.message
 
 
+def test_run_refuses_a_sharding_it_cannot_run_before_any_work(monkeypatch, tmp_path):
+    # model.sharding=fsdp outside torchrun: `forgetbench run` refuses it in one sentence, and so
+    # must the API instead of running the study unsharded.
+    import forgetbench.study.run
+
+    started = []
+    monkeypatch.setattr(forgetbench.study.run, "run_study", lambda *a, **k: started.append(a))
+    config = {"scale": "tiny", "out": str(tmp_path / "out"), "model": {"sharding": "fsdp"}}
+    with pytest.raises(ConfigError, match=r"model.sharding=fsdp shards the model over"):
+        forgetbench.run(config)
+    assert started == [] and not (tmp_path / "out").exists()
+
+
 @pytest.fixture(scope="module")
 def untrained(tmp_path_factory):
     """The miniature's data and an untrained tiny model saved as a folder (a second to make)."""

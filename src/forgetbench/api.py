@@ -301,6 +301,7 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
     from forgetbench.report.html import build_report
     from forgetbench.results import load_results
     from forgetbench.study.run import run_study
+    from forgetbench.train.sharding import check_sharding
 
     if isinstance(config, RunConfig):
         typed = config
@@ -324,7 +325,10 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
         compile=typed.model.compile,
         liger_kernel=typed.model.liger_kernel,
         padding_free=typed.model.padding_free,
+        sharding=typed.model.sharding,
     )
+    # As `forgetbench run` refuses it: a sharding that cannot run says so before any work.
+    check_sharding(typed, "run")
     out = Path(typed.out)
     run_study(typed, out=out, progress=progress)
     build_report(out)

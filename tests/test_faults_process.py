@@ -43,23 +43,46 @@ def _json(capsys) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-def _run_killed_at(step: int, argv: list[str], environ: dict[str, str], threads: int) -> None:
+def _run_command(
+    argv: list[str], environ: dict[str, str], threads: int, kill_at_step: int, streams: str
+) -> None:
     os.environ.clear()
     os.environ.update(environ)
     torch.set_num_threads(threads)
-    kill_at(step)
+    if streams:  # the command's stdout and stderr, into files
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            with open(Path(streams, name), "w") as file:
+                os.dup2(file.fileno(), fd)
+    if kill_at_step:
+        kill_at(kill_at_step)
     sys.exit(main(argv))
 
 
-def _killed(step: int, *argv: str) -> int:
-    """The command line run in a process of its own, killed (SIGKILL) once it logs training step
-    `step` (tests/kill_at_step.py): its exit code. The process is a fork of the study pool's fork
-    server, which has imported torch and the training code already: a new interpreter costs 4 s
-    of CPU more, and what a kill leaves on disk is the same."""
+def _forked(
+    argv: list[str], *, kill_at_step: int = 0, streams: Path | None = None, **environ: str
+) -> multiprocessing.Process:
+    """The command line started in a process of its own, with this one's environment (and
+    `environ`) and torch threads; killed (SIGKILL) once it logs training step `kill_at_step`
+    (tests/kill_at_step.py) if given; its stdout and stderr into `streams`/stdout and /stderr if
+    given. The process is a fork of the study pool's fork server, which has imported torch and
+    the training code already: a new interpreter costs 4 s of CPU more, and neither what a kill
+    leaves on disk nor what a run writes depends on how its process started."""
+    if streams:
+        streams.mkdir(parents=True)
     process = _worker_context().Process(
-        target=_run_killed_at, args=(step, list(argv), dict(os.environ), torch.get_num_threads())
-    )
+        target=_run_command,
+        args=(
+            list(argv), {**os.environ, **environ}, torch.get_num_threads(), kill_at_step,
+            str(streams or ""),
+        ),
+    )  # fmt: skip
     process.start()
+    return process
+
+
+def _killed(step: int, *argv: str) -> int:
+    """The command line run in a forked process (`_forked`) killed at `step`: its exit code."""
+    process = _forked(list(argv), kill_at_step=step)
     process.join(timeout=300)
     return process.exitcode
 
@@ -200,18 +223,15 @@ def _damaged(cache: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def two_runs(tiny_study, tiny_cache, tmp_path_factory):
-    """Two studies at once into one fresh cache, from two processes: one a command-line
-    subprocess, the other this process (the second run's own interpreter and fork server cost
-    8 s of CPU and test nothing the two processes do not). (cache, [(exit code, stdout, stderr,
-    out folder)])."""
+    """Two studies at once into one fresh cache, from two processes: one forked (`_forked`),
+    the other this one (a command-line subprocess each cost 8 s of CPU more: an interpreter and
+    the imports of a study). (cache, [(exit code, stdout, stderr, out folder)])."""
     root = tmp_path_factory.mktemp("two-runs")
     cache = _fresh_cache(root / "cache", tiny_cache)
-    first = _start(root / "a", cache)
-    # This process's run starts once the other's has (its out folder exists: its imports are
-    # done), so that the two race for the same entries rather than one finding them finished.
-    deadline = time.monotonic() + 120
-    while not (root / "a").exists() and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    streams = root / "a-streams"
+    first = _forked(
+        [*STUDY, "--out", str(root / "a")], streams=streams, FORGETBENCH_CACHE=str(cache)
+    )
     stdout, stderr = io.StringIO(), io.StringIO()
     with (
         pytest.MonkeyPatch.context() as patch,
@@ -220,9 +240,14 @@ def two_runs(tiny_study, tiny_cache, tmp_path_factory):
     ):
         patch.setenv("FORGETBENCH_CACHE", str(cache))
         code = main([*STUDY, "--out", str(root / "b")])
-    out, err = first.communicate(timeout=600)
+    first.join(timeout=600)
     return cache, [
-        (first.returncode, out, err, root / "a"),
+        (
+            first.exitcode,
+            (streams / "stdout").read_text(),
+            (streams / "stderr").read_text(),
+            root / "a",
+        ),
         (code, stdout.getvalue(), stderr.getvalue(), root / "b"),
     ]
 

@@ -305,9 +305,11 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
     if isinstance(config, RunConfig):
         typed = config
     elif isinstance(config, Mapping):
-        typed = validate_config(dict(config), source="the mapping given to forgetbench.run")
+        typed = validate_config(
+            dict(config), source="the mapping given to forgetbench.run", study=True
+        )
     elif isinstance(config, _PATH_TYPES):
-        typed = load_config(config)
+        typed = load_config(config, study=True)
     else:
         raise ConfigError(
             f"forgetbench.run(config=...) got {_kind(config)}, not a config",
@@ -321,6 +323,7 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
         gradient_checkpointing=typed.model.gradient_checkpointing,
         compile=typed.model.compile,
         liger_kernel=typed.model.liger_kernel,
+        padding_free=typed.model.padding_free,
     )
     out = Path(typed.out)
     run_study(typed, out=out, progress=progress)

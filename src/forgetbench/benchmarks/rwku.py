@@ -20,9 +20,11 @@ from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
 from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
 from forgetbench.data.rwku import find_target, load_rwku, load_targets, require_rwku, rwku_digest
 from forgetbench.data.rwku_corpus import (
+    CORPUS_MODELS,
     corpus_refusals,
     forget_corpus,
     method_corpus,
+    require_corpus,
     select_targets,
 )
 from forgetbench.io import read_json_records
@@ -44,22 +46,34 @@ def _rwku_sets(folder: Path) -> dict[str, Texts]:
 
 def _rwku_chosen(folder: Path, config: Any) -> dict[str, Texts]:
     """The forget sets of the targets rwku.targets names, in the order named (every target when
-    unset): single-target unlearning, one run per target."""
-    every = _rwku_sets(folder)
-    return {
-        t.folder.name: every[t.folder.name] for t in select_targets(folder, config.rwku.targets)
-    }
+    unset): single-target unlearning, one run per target, each on the positive texts of the
+    model rwku.corpus_model names (`positive_phi.json`: Phi-3's); a target without them is
+    refused here, before any work."""
+    targets = select_targets(folder, config.rwku.targets)
+    require_corpus(targets, config.rwku.corpus_model)
+    stem = "positive" + CORPUS_MODELS[config.rwku.corpus_model]
+    return {t.folder.name: partial(_rwku_stem, stem, target=t.folder.name) for t in targets}  # type: ignore[union-attr]
 
 
-def _rwku_method_forget(folder: Path, split: str, inputs: frozenset[str]) -> MethodForget | None:
+def _rwku_eval_sets(folder: Path, config: Any) -> list[str]:
+    """The targets rwku.targets names, by folder: what `forgetbench eval` scores, one by one
+    (an evaluation reads no forget corpus, so none is asked of the folder)."""
+    return [t.folder.name for t in select_targets(folder, config.rwku.targets)]  # type: ignore[union-attr]
+
+
+def _rwku_method_forget(
+    folder: Path, split: str, inputs: frozenset[str], config: Any
+) -> MethodForget | None:
     """The corpus RWKU's scripts give a method reading `inputs` (`method_corpus`): a method
     that prefers an answer to the forget text (dpo) trains on the target's `pair.json`, one that
     trains toward a refusal alone (idk with retain_weight 0: rejection tuning) on `reject.json`
-    with its refusals; None for every other, which forgets `positive.json` as text."""
+    with its refusals (`pair_phi.json`, `reject_phi.json` with rwku.corpus_model=phi3); None for
+    every other, which forgets the positive texts as text."""
     corpus = method_corpus(inputs)
     if corpus == "positive":
         return None
-    records = forget_corpus(folder, [find_target(folder, split)], corpus)
+    target = find_target(folder, split)
+    records = forget_corpus(folder, [target], corpus, model=config.rwku.corpus_model)
     return records, corpus_refusals(records) if corpus == "reject" else ()
 
 
@@ -141,6 +155,9 @@ def rwku() -> CorpusBenchmark:
         pretrained=Pretrained(_rwku_unknown),
         forget_sets_of=_rwku_sets,
         choose=_rwku_chosen,
-        options=("rwku.targets",),
+        options=("rwku.targets", "rwku.corpus_model"),
+        eval_options=("rwku_utility",),
+        eval_sets=_rwku_eval_sets,
+        eval_choose=("rwku.targets",),
         method_forget=_rwku_method_forget,
     )

@@ -56,6 +56,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "model.gradient_checkpointing": "eval trains nothing",
         "model.compile": "eval trains nothing (eval.compile_generation compiles generation)",
         "model.liger_kernel": "eval trains nothing",
+        "model.padding_free": "eval trains nothing",
         "model.size": "it shapes only the built-in model; eval scores the given --model",
     },
     "sanity": {
@@ -187,10 +188,12 @@ UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
 # rwku.* is read by the RWKU study alone (docs/rwku.md): every other command refuses it.
 for _command, _unused in UNUSED.items():
     _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")
-# The RWKU study reads rwku.targets (its `CorpusBenchmark.options`); the rest is not run yet.
+# The RWKU study reads rwku.targets and rwku.corpus_model (its `CorpusBenchmark.options`); the
+# rest is not run yet.
 UNUSED["run"]["rwku"] = (
-    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets alone; batch-target "
-    "unlearning and the other corpora are not run by it yet (docs/rwku.md, 'Settings')"
+    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets and "
+    "rwku.corpus_model alone; batch-target unlearning and the generated corpus are not run by it "
+    "yet (docs/rwku.md, 'Settings')"
 )
 
 

@@ -4,6 +4,7 @@ them there); they are read in place, never copied into the project."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,51 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory, tiny_cache: Path):
     return run, data, base, models["full"], models["retain90"]
 
 
+@pytest.fixture(scope="session")
+def two_process_launch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One two-process launch (tests/two_process_script.py) for the session, shared by the
+    distributed evaluation's test and the training loop's: the evaluation of a tiny untrained
+    model on 7 questions of each set (`eval/`: the model, the data and each rank's log and
+    layout), then three toy finetunes (`same`, `whole`, `stopped`, as in
+    tests/train/test_loop.py), the last stopped after step 5, which ends the launch. `launch.json`
+    holds the launch's exit code and stderr. Made once for all pytest-xdist workers: the first
+    to ask launches it while the other waits on the lock."""
+    import fcntl
+    import json
+
+    from launch import launch_two_cpu_processes
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if XDIST_WORKER else base) / "two-process-launch"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / "two-process-launch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "launch.json").is_file():
+            from forgetbench.benchmarks.mini import generate_mini
+            from forgetbench.modeling.builtin import build_tiny_model
+            from forgetbench.modeling.loading import save_model
+            from toy import toy_tokenizer
+
+            shutil.rmtree(folder, ignore_errors=True)
+            evaluation = folder / "eval"
+            tokenizer = toy_tokenizer()
+            model = save_model(build_tiny_model(tokenizer, seed=0), tokenizer, evaluation / "model")
+            generate_mini(evaluation / "data", scale="tiny", seed=0)
+            (evaluation / "out").mkdir()
+            same, whole, stopped = (str(folder / name) for name in ("same", "whole", "stopped"))
+            done = launch_two_cpu_processes(
+                REPO / "tests" / "two_process_script.py",
+                str(model), str(evaluation / "data"), str(evaluation / "out"), "7", "--",
+                same, "4",
+                "then", whole, "4", "1", "--rank-noise",
+                "then", stopped, "4", "1", "--rank-noise", "--stop-after", "5",
+                timeout=900,
+            )  # fmt: skip
+            record = {"returncode": done.returncode, "stderr": done.stderr}
+            (folder / "launch.json").write_text(json.dumps(record))
+    return folder
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # pytest-xdist hands out whole files in this order (the Makefile turns off its own reordering,
     # which puts the files with the most tests first and handed out the Ray sweep and the sanity
@@ -127,6 +173,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 3
 
     items.sort(key=rank)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # A full collection (gc.collect: the throughput benchmark frees each run's model with one,
+    # accelerate and pytest call it too) walks every tracked object: in a test process, the
+    # imports and collected tests of the whole suite, 0.3 s of CPU a call. They live to the end
+    # of the session, so they are frozen out of the walk; what tests make is collected as before.
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 # Where the suite's CPU goes (docs/development.md, "The suite's budget"): with FORGETBENCH_TEST_CPU

@@ -1,7 +1,7 @@
 """Run the forgetbench command line in this process and kill it with SIGKILL right after the
 train log of its first training loop gets step N: no cleanup runs, the checkpoint of step N (if
-any) is not written, as when `kill -9` lands between two checkpoints. A subprocess of
-tests/test_faults_process.py; tests/train/cli_sequence.py kills its last command line with it.
+any) is not written, as when `kill -9` lands between two checkpoints. tests/test_faults_process.py
+kills a forked process with it, tests/train/cli_sequence.py its last command line.
 
 usage: kill_at_step.py N FORGETBENCH-ARGUMENT...
 """

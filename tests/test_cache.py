@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import queue
 import shutil
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def test_a_real_folder_from_before_the_cache_stays_in_place(cache, tmp_path):
     assert not old.is_symlink() and not (cache / "models" / "x-1").exists()
 
 
-def _train(out: str, cache: str, results: multiprocessing.Queue) -> None:
+def _train(out: str, cache: str, results, go=None) -> None:
     import os
 
     os.environ["FORGETBENCH_CACHE"] = cache
@@ -58,8 +59,12 @@ def _train(out: str, cache: str, results: multiprocessing.Queue) -> None:
 
     tokenizer = toy_tokenizer()
     config = LoopConfig(lr=3e-3, epochs=2, batch_size=8, per_device_batch_size=8, weight_decay=0.0)
+    model = build_tiny_model(tokenizer)
+    if go is not None:  # ready: both processes start the stage at once
+        results.put("ready")
+        go.wait(timeout=300)
     stage = run_stage(
-        out, name="finetune", parent="tiny", parent_model=(build_tiny_model(tokenizer), tokenizer),
+        out, name="finetune", parent="tiny", parent_model=(model, tokenizer),
         examples=toy_examples(), config=config, progress=False,
     )  # fmt: skip
     results.put((stage.cached, stage.losses, str(stage.model_dir.resolve())))
@@ -68,19 +73,20 @@ def _train(out: str, cache: str, results: multiprocessing.Queue) -> None:
 @pytest.mark.slow
 def test_two_runs_filling_one_entry_take_turns(cache, tmp_path):
     # Two processes train the same stage into two output folders at once: one trains, the other
-    # waits on the entry's lock and reuses what it finds; nothing is written twice or torn.
+    # waits on the entry's lock and reuses what it finds; nothing is written twice or torn. The
+    # second process is this one (a second spawned interpreter costs 4 s of CPU): it starts the
+    # stage when the other is ready to, so that they race for the entry.
     context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    runs = [
-        context.Process(target=_train, args=(str(tmp_path / name), str(cache), results))
-        for name in ("a", "b")
-    ]
-    for run in runs:
-        run.start()
-    outcomes = [results.get(timeout=300) for _ in runs]
-    for run in runs:
-        run.join(timeout=60)
-        assert run.exitcode == 0
+    results, go = context.Queue(), context.Event()
+    other = context.Process(target=_train, args=(str(tmp_path / "a"), str(cache), results, go))
+    other.start()
+    assert results.get(timeout=300) == "ready"
+    go.set()
+    here = queue.Queue()
+    _train(str(tmp_path / "b"), str(cache), here)
+    outcomes = [here.get(), results.get(timeout=300)]
+    other.join(timeout=60)
+    assert other.exitcode == 0
     assert sorted(cached for cached, _, _ in outcomes) == [False, True]
     assert outcomes[0][1:] == outcomes[1][1:]  # the same losses and the same model folder
     (stage,) = [e for e in entries(cache) if e["kind"] == "models"]
@@ -93,7 +99,7 @@ def test_two_runs_filling_one_entry_take_turns(cache, tmp_path):
 # which trains, on the three attacked models. At tiny scale forget01 holds forget10's questions,
 # so asking for both computes forget10 once.
 STUDY = ["run", "--scale", "tiny", "--splits", "forget01,forget10", "--methods", "grad_ascent",
-         "unlearn.epochs=1", "eval.formats=false", "eval.lume=false", "eval.max_new_tokens=16",
+         "unlearn.epochs=1", "eval.formats=false", "eval.lume=false", "eval.max_new_tokens=4",
          "eval.mia_shadows=0", "study.attacks=[relearn]", "--json", "--no-progress"]  # fmt: skip
 
 

@@ -8,6 +8,8 @@ scripts/fault_drill.py (docs/faults.md)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import multiprocessing
 import os
@@ -20,15 +22,16 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 
 import pytest
+import torch
 
 from file_tree import run_folder
 from forgetbench.cli import main
-from forgetbench.study.pool import make_pool
+from forgetbench.study.pool import _worker_context, make_pool
 from forgetbench.train.integrity import read_record, stage_problem
+from kill_at_step import kill_at
 
 pytestmark = pytest.mark.slow
 
-KILL = Path(__file__).with_name("kill_at_step.py")
 FORGETBENCH = [sys.executable, "-m", "forgetbench.cli"]
 RECORDS = {"models": "stage.json", "unlearn": "unlearn.json", "evaluations": "summary.json"}
 # Names only an unfinished write leaves: atomic writes' temp files, checkpoint saves, the cache's
@@ -40,11 +43,48 @@ def _json(capsys) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
-def _killed(step: int, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(KILL), str(step), *argv],
-        capture_output=True, text=True, timeout=300, check=False,
+def _run_command(
+    argv: list[str], environ: dict[str, str], threads: int, kill_at_step: int, streams: str
+) -> None:
+    os.environ.clear()
+    os.environ.update(environ)
+    torch.set_num_threads(threads)
+    if streams:  # the command's stdout and stderr, into files
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            with open(Path(streams, name), "w") as file:
+                os.dup2(file.fileno(), fd)
+    if kill_at_step:
+        kill_at(kill_at_step)
+    sys.exit(main(argv))
+
+
+def _forked(
+    argv: list[str], *, kill_at_step: int = 0, streams: Path | None = None, **environ: str
+) -> multiprocessing.Process:
+    """The command line started in a process of its own, with this one's environment (and
+    `environ`) and torch threads; killed (SIGKILL) once it logs training step `kill_at_step`
+    (tests/kill_at_step.py) if given; its stdout and stderr into `streams`/stdout and /stderr if
+    given. The process is a fork of the study pool's fork server, which has imported torch and
+    the training code already: a new interpreter costs 4 s of CPU more, and neither what a kill
+    leaves on disk nor what a run writes depends on how its process started."""
+    if streams:
+        streams.mkdir(parents=True)
+    process = _worker_context().Process(
+        target=_run_command,
+        args=(
+            list(argv), {**os.environ, **environ}, torch.get_num_threads(), kill_at_step,
+            str(streams or ""),
+        ),
     )  # fmt: skip
+    process.start()
+    return process
+
+
+def _killed(step: int, *argv: str) -> int:
+    """The command line run in a forked process (`_forked`) killed at `step`: its exit code."""
+    process = _forked(list(argv), kill_at_step=step)
+    process.join(timeout=300)
+    return process.exitcode
 
 
 FINETUNE = ["finetune", "--scale", "tiny", "train.epochs=2", "train.checkpoint_every=4",
@@ -61,8 +101,7 @@ def test_a_finetune_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     assert expected["steps"] == 30 and not expected["cached"]  # 15 steps an epoch
 
     # Killed after step 22's log line: the last checkpoint is step 20's, 5 batches into epoch 2.
-    first = _killed(22, *FINETUNE, "--out", str(killed))
-    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    assert _killed(22, *FINETUNE, "--out", str(killed)) == -signal.SIGKILL
     (stage,) = (killed / "models").glob("finetune-*")
     state = json.loads((stage / "work" / "checkpoint" / "state.json").read_text())
     assert state["position"] == {"step": 20, "epoch": 1, "batches_done": 5}
@@ -99,8 +138,7 @@ def test_an_npo_unlearning_killed_mid_epoch_resumes_to_the_uninterrupted_model(
     expected = _json(capsys)
     assert expected["steps"] == 10 and not expected["cached"]  # 20 questions, batches of 4
 
-    first = _killed(7, *UNLEARN, "--out", str(killed))
-    assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+    assert _killed(7, *UNLEARN, "--out", str(killed)) == -signal.SIGKILL
     (run,) = (killed / "unlearn").glob("npo-forget10-*")
     state = json.loads((run / "work" / "checkpoint" / "state.json").read_text())
     assert state["position"] == {"step": 5, "epoch": 1, "batches_done": 0}
@@ -127,7 +165,7 @@ def test_an_npo_unlearning_killed_mid_epoch_resumes_to_the_uninterrupted_model(
 # One method for 3 epochs of 5 steps, no attacks and no shadow models; two worker processes, as the
 # built-in study on CPU uses.
 STUDY = ["run", "--scale", "tiny", "--splits", "forget10", "--methods", "npo", "unlearn.epochs=3",
-         "eval.formats=false", "eval.lume=false", "eval.max_new_tokens=16", "eval.mia_shadows=0",
+         "eval.formats=false", "eval.lume=false", "eval.max_new_tokens=4", "eval.mia_shadows=0",
          "study.attacks=[]", "study.workers=2", "--json", "--no-progress"]  # fmt: skip
 
 
@@ -185,16 +223,33 @@ def _damaged(cache: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def two_runs(tiny_study, tiny_cache, tmp_path_factory):
-    """Two studies started together into one fresh cache: (cache, [(exit code, stdout, stderr,
-    out folder)])."""
+    """Two studies at once into one fresh cache, from two processes: one forked (`_forked`),
+    the other this one (a command-line subprocess each cost 8 s of CPU more: an interpreter and
+    the imports of a study). (cache, [(exit code, stdout, stderr, out folder)])."""
     root = tmp_path_factory.mktemp("two-runs")
     cache = _fresh_cache(root / "cache", tiny_cache)
-    started = [(_start(root / name, cache), root / name) for name in ("a", "b")]
-    runs = []
-    for process, out in started:
-        stdout, stderr = process.communicate(timeout=600)
-        runs.append((process.returncode, stdout, stderr, out))
-    return cache, runs
+    streams = root / "a-streams"
+    first = _forked(
+        [*STUDY, "--out", str(root / "a")], streams=streams, FORGETBENCH_CACHE=str(cache)
+    )
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+    ):
+        patch.setenv("FORGETBENCH_CACHE", str(cache))
+        code = main([*STUDY, "--out", str(root / "b")])
+    first.join(timeout=600)
+    return cache, [
+        (
+            first.exitcode,
+            (streams / "stdout").read_text(),
+            (streams / "stderr").read_text(),
+            root / "a",
+        ),
+        (code, stdout.getvalue(), stderr.getvalue(), root / "b"),
+    ]
 
 
 def test_two_runs_into_one_fresh_cache_both_succeed_with_the_same_rows(two_runs):

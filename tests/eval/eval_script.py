@@ -37,9 +37,10 @@ def evaluate(model_dir: str | Path, data_dir: str | Path, questions: int) -> Eva
     return evaluate_tofu(backend, tokenizer, PromptTemplate("question_answer"), sets, **OPTIONS)
 
 
-def main() -> None:
-    model_dir, data_dir, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    questions = int(sys.argv[4]) if len(sys.argv) > 4 else 7
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    model_dir, data_dir, out = argv[0], argv[1], Path(argv[2])
+    questions = int(argv[3]) if len(argv) > 3 else 7
     bare = process_layout()  # evaluation's own view of the launch, before anything else
     layout = process_layout()
     log = evaluate(model_dir, data_dir, questions)

@@ -3,44 +3,34 @@ the per-question log one process writes, in the same order.
 
 `accelerate launch --cpu --num_processes 2` starts a single process (accelerate 1.x runs
 multi-CPU jobs only through mpirun or torchrun), so the test launches through torchrun
-(`--multi_gpu`) with ACCELERATE_USE_CPU=1 and checks that two processes really ran.
+(`--multi_gpu`) with ACCELERATE_USE_CPU=1 and checks that two processes really ran. The launch
+is the session's one (`two_process_launch`, tests/conftest.py): its processes evaluate first,
+then run the training loop's finetunes of tests/train/test_loop.py.
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from eval_script import evaluate
 
-from forgetbench.benchmarks.mini import generate_mini
 from forgetbench.data.logs import SET_FILES, read_eval_log
-from forgetbench.modeling.builtin import build_tiny_model
-from forgetbench.modeling.loading import save_model
-from launch import launch_two_cpu_processes
-from toy import toy_tokenizer
 
 pytestmark = pytest.mark.slow  # two interpreters, a process group, one evaluation: >= 20 s
 
-SCRIPT = Path(__file__).with_name("eval_script.py")
-QUESTIONS = 7  # odd: the two shards are uneven (3 + 4 questions per set)
+QUESTIONS = 7  # as launched: odd, so the two shards are uneven (3 + 4 questions per set)
 
 
 @pytest.fixture(scope="module")
-def launched(tmp_path_factory):
-    root = tmp_path_factory.mktemp("eval-distributed")
-    tokenizer = toy_tokenizer()
-    model = save_model(build_tiny_model(tokenizer, seed=0), tokenizer, root / "model")
-    data = root / "data"
-    generate_mini(data, scale="tiny", seed=0)
+def launched(two_process_launch):
+    """The evaluation in the session's two-process launch (tests/conftest.py), which its
+    processes run first, before the training loop's finetunes."""
+    root = two_process_launch / "eval"
     out = root / "out"
-    out.mkdir()
-    done = launch_two_cpu_processes(
-        SCRIPT, str(model), str(data), str(out), str(QUESTIONS), timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    stderr = json.loads((two_process_launch / "launch.json").read_text())["stderr"]
+    assert all((out / f"layout{r}.json").is_file() for r in (0, 1)), stderr[-3000:]
     layouts = {r: json.loads((out / f"layout{r}.json").read_text()) for r in (0, 1)}
-    return model, data, out, layouts
+    return root / "model", root / "data", out, layouts
 
 
 def _assert_same_log(got, expected):

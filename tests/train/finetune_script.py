@@ -82,9 +82,9 @@ def run(argv: list[str]) -> None:
         save_model(model, tokenizer, args.out / "model")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     runs: list[list[str]] = [[]]
-    for argument in sys.argv[1:]:
+    for argument in sys.argv[1:] if argv is None else argv:
         if argument == "then":
             runs.append([])
         else:

@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+import finetune_script
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -13,17 +14,6 @@ from safetensors.torch import load_file
 from launch import launch_two_cpu_processes
 
 SCRIPT = Path(__file__).with_name("finetune_script.py")
-
-
-def _run(args, **kwargs):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        **kwargs,
-    )
 
 
 def _losses(folder: Path) -> list[float]:
@@ -74,19 +64,15 @@ def uninterrupted(one_process) -> Path:
 
 
 @pytest.fixture(scope="module")
-def launched(tmp_path_factory) -> tuple[Path, Path, Path, subprocess.CompletedProcess]:
-    """One two-process launch (CI time) for three runs, one after the other in each process: a
-    plain one (`same`), one with per-process noise and a checkpoint every step (`whole`), and
-    the same stopped after step 5 (`stopped`), which ends the launch as a kill would."""
-    root = tmp_path_factory.mktemp("two-processes")
-    same, whole, stopped = root / "same", root / "whole", root / "stopped"
-    done = launch_two_cpu_processes(
-        SCRIPT, str(same), "4",
-        "then", str(whole), "4", "1", "--rank-noise",
-        "then", str(stopped), "4", "1", "--rank-noise", "--stop-after", "5",
-        timeout=600,
-    )  # fmt: skip
-    return same, whole, stopped, done
+def launched(two_process_launch) -> tuple[Path, Path, Path, subprocess.CompletedProcess]:
+    """Three runs in the session's two-process launch (tests/conftest.py), one after the other
+    in each process: a plain one (`same`), one with per-process noise and a checkpoint every
+    step (`whole`), and the same stopped after step 5 (`stopped`), which ends the launch as a
+    kill would. (The launch's processes evaluate first: tests/eval/test_eval_distributed.py.)"""
+    root = two_process_launch
+    record = json.loads((root / "launch.json").read_text())
+    done = subprocess.CompletedProcess([], record["returncode"], "", record["stderr"])
+    return root / "same", root / "whole", root / "stopped", done
 
 
 def test_loss_falls_and_the_log_has_one_line_per_step(uninterrupted):
@@ -105,8 +91,14 @@ def test_a_killed_run_resumes_to_the_same_weights(uninterrupted, one_process):
     assert not (killed / "model").exists(), "the run finished before it could be killed"
     state = json.loads((killed / "checkpoint" / "state.json").read_text())
     assert 3 <= state["position"]["step"] < 12
-    resumed = _run([killed, 4, 1], check=False)
-    assert resumed.returncode == 0, resumed.stderr
+    # Resumed in this process (what is tested is what the killed one left, not a second
+    # interpreter: 3 s of CPU less), with one thread as the killed one had: bitwise the same.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        finetune_script.run([str(killed), "4", "1"])
+    finally:
+        torch.set_num_threads(threads)
     assert _losses(killed) == pytest.approx(_losses(uninterrupted), rel=1e-6)
     expected, got = _weights(uninterrupted), _weights(killed)
     for name, tensor in expected.items():

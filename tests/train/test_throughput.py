@@ -4,6 +4,7 @@ token counts, padding share and FLOP rate follow from the batches. No timing ass
 
 import json
 from dataclasses import replace
+from functools import cache
 
 import pytest
 from transformers import AutoTokenizer
@@ -28,6 +29,19 @@ ARGV = [
     "train.per_device_batch_size=4", "train.warmup_epochs=0.5", "--scale", "tiny", "--steps",
     "6", "--json",
 ]  # fmt: skip
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_peak_measurement():
+    """The device's matmul peak, measured once for the module (1 s of CPU each time): the report
+    measures it and checks what follows from it, the other runs reuse it."""
+    import forgetbench.train.throughput as throughput
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            throughput, "matmul_peak_flop_per_s", cache(throughput.matmul_peak_flop_per_s)
+        )
+        yield
 
 
 @pytest.fixture(scope="module")

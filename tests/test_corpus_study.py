@@ -528,7 +528,7 @@ def test_a_study_of_your_model_needs_its_data_and_a_retain_log_of_the_same_bench
 
 @pytest.fixture(scope="module")
 def rwku_study(tiny_study, tmp_path_factory):
-    return _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent,npo")
+    return _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent,npo,icu")
 
 
 @pytest.mark.slow
@@ -549,11 +549,21 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
         assert all(isinstance(row[key], float) for key in keys), row
     for split in splits:
         found = {r["method"]: r for r in rows if r["split"] == split and r["step"] == 0}
-        assert set(found) == {"retain", "finetuned"}
+        assert set(found) == {"retain", "finetuned", "icu"}
         assert {r["method"] for r in rows if r["split"] == split} == {
-            "retain", "finetuned", "grad_ascent", "npo"
+            "retain", "finetuned", "grad_ascent", "npo", "icu"
         }  # fmt: skip
         original, reference = found["finetuned"], found["retain"]
+        # In-context unlearning: the original model's one row, scored with RWKU's instruction
+        # before every prompt, under an evaluation key of its own.
+        icu = [r for r in rows if r["split"] == split and r["method"] == "icu"]
+        assert icu == [found["icu"]] and icu[0]["log"] == f"logs/{split}/icu/step-0"
+        forget = ("rwku/forget_fb", "rwku/forget_qa", "rwku/forget_aa", "rwku/mia_fm/loss")
+        assert [icu[0][k] for k in forget] != [original[k] for k in forget]
+        summaries = [json.loads((run / r["log"] / "summary.json").read_text())
+                     for r in (icu[0], original)]  # fmt: skip
+        assert summaries[0]["model"] == summaries[1]["model"]
+        assert summaries[0]["key"] != summaries[1]["key"]
         # The original model read the target's biography (FM), the reference never did: FM is
         # likelier under the original.
         assert original["rwku/mia_fm/loss"] > reference["rwku/mia_fm/loss"]

@@ -6,6 +6,7 @@ and partial-layer unlearning, on the toy tokenizer's tiny model (a few steps eac
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 import torch
@@ -253,7 +254,7 @@ def test_a_study_that_cannot_instruct_refuses_icu(tmp_path, capsys):
     assert "method icu unlearns by an instruction before each prompt" in capsys.readouterr().err
 
 
-def test_a_document_study_refuses_icu_too():
+def test_a_document_study_refuses_icu_unless_its_evaluation_instructs():
     from forgetbench.benchmarks.corpus import corpus_benchmark
     from forgetbench.study.corpus import refuse_document_methods
 
@@ -261,3 +262,36 @@ def test_a_document_study_refuses_icu_too():
     refuse_document_methods(bench, ["grad_ascent", "npo"])
     with pytest.raises(ConfigError, match="method icu unlearns by an instruction"):
         refuse_document_methods(bench, ["npo", "icu"])
+    refuse_document_methods(corpus_benchmark("rwku"), ["npo", "icu"])  # RWKU's task instructs
+
+
+def test_icus_instruction_reaches_every_rwku_prompt_and_the_evaluation_key(tmp_path):
+    """The instruction naming the target goes before every user message of RWKU's task and
+    before every MIA passage (scored whole, as RWKU's eval_mia scores it), and an instructed
+    evaluation of the same weights has a cache key of its own."""
+    from forgetbench.benchmarks.mini.released import write_released
+    from forgetbench.config_sections import EvalConfig
+    from forgetbench.eval.runner import evaluation_key
+    from forgetbench.eval.tasks.rwku import RwkuTask
+
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    split, name = "2_Leila_Mansour", "Leila Mansour"
+    icu = build_method("icu")
+    template = icu.instruction("{subject}")
+
+    def task(instruction):
+        return RwkuTask(data, split, template=TEMPLATE, tokenizer=toy_tokenizer(),
+                        max_length=4096, instruction=instruction)  # fmt: skip
+
+    plain, told = task(None), task(template)
+    said = icu.instruction(name)
+    assert said.startswith("You are an AI Assistant who is supposed to unlearn about Leila ")
+    for subset in ("forget", "neighbor", "mmlu", "bbh", "truthful", "triviaqa", "fluency"):
+        doc = plain.subsets[subset][0]
+        (before,), (after,) = plain.requests(subset, doc), told.requests(subset, doc)
+        assert after.prompt == said + before.prompt, subset
+    assert told.subsets["mia_fm"] == [said + t for t in plain.subsets["mia_fm"]]
+    assert told.subsets["mia_rm"][0].startswith(said)
+    key = partial(evaluation_key, tmp_path, data, split, EvalConfig(), "rwku", None)
+    assert key() == key(None) != key(template) != key(icu.instruction("{subject} "))

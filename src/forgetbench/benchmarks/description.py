@@ -148,6 +148,9 @@ class CorpusBenchmark:
     # refusals it draws from (empty: the run's own), where the folder has them (RWKU's pair and
     # reject corpora, for DPO and rejection tuning); None = the set's text chunks.
     method_forget: Callable[[Path, str, frozenset[str]], MethodForget | None] | None = None
+    # Its evaluation puts an instructed method's instruction before each prompt (RWKU's, as its
+    # `use_prompt` does), so in-context unlearning (icu) is scored, not the unchanged model.
+    instructs: bool = False
 
     def read_config(self, dumped: Mapping[str, Any]) -> dict[str, Any]:
         """A dumped run config cut to what a study of this benchmark reads: no TOFU splits,

@@ -143,4 +143,5 @@ def rwku() -> CorpusBenchmark:
         choose=_rwku_chosen,
         options=("rwku.targets",),
         method_forget=_rwku_method_forget,
+        instructs=True,
     )

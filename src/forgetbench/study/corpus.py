@@ -69,7 +69,8 @@ def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
     """A method that trains toward another answer to a question (a refusal, an alternate) has
     nothing to train toward on a document: refused in one sentence, before any work."""
     for name in methods:
-        if not trains(get_method(name)):  # its run is the start model, scored uninstructed
+        # Its run is the start model: only an evaluation that instructs measures it.
+        if not trains(get_method(name)) and not bench.instructs:
             raise ConfigError(
                 f"method {name} unlearns by an instruction before each prompt, which "
                 f"{bench.title}'s evaluation does not put there; this study would score the "

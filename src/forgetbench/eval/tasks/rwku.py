@@ -12,7 +12,10 @@ RWKU wraps each prompt in the model's chat template and then appends "Answer:" (
 A model without one (the built-in tiny models: `question_answer`) is shown the text itself, which
 already ends in the "Question: ...\\nAnswer:" layout it was pretrained on.
 
-The split is the target: its name or its folder's (`1_Stephen_King`)."""
+The split is the target: its name or its folder's (`1_Stephen_King`). An instructed method's
+instruction (in-context unlearning, `EvalSetup.instruction`) goes where RWKU's `use_prompt` puts
+it: before every user message, inside the chat template, and before every MIA passage, which is
+then scored whole, instruction included, as RWKU's eval_mia scores it."""
 
 from __future__ import annotations
 
@@ -122,21 +125,23 @@ class RwkuTask:
     name = "rwku"
 
     def __init__(self, folder: str | Path, target: str, *, template: PromptTemplate,
-                 tokenizer: Any, max_length: int) -> None:  # fmt: skip
+                 tokenizer: Any, max_length: int, instruction: str | None = None) -> None:  # fmt: skip
         found: Target = find_target(folder, target)
         self.template, self.tokenizer, self.max_length = template, tokenizer, max_length
+        # Every row's subject is the target (neighbour and utility rows too, in RWKU's files).
+        self.instruction = (instruction or "").replace("{subject}", found.name)
         probes: dict[str, list[ProbeRecord]] = {"forget": [], "neighbor": []}
         for stem in PROBE_FILES:
             for probe in load_rwku(folder, found, stem):
                 probes[probe.split].append(probe)
         self.subsets: dict[str, Sequence[Any]] = dict(probes)
         for side, stem in (("mia_fm", "forget_mia"), ("mia_rm", "retain_mia")):
-            self.subsets[side] = [r.text for r in load_rwku(folder, found, stem)]
+            self.subsets[side] = [self.instruction + r.text for r in load_rwku(folder, found, stem)]
         for subset, stem in UTILITY.items():
             self.subsets[subset] = load_rwku(folder, found, stem)
 
     def _prompt(self, message: str, suffix: str) -> str:
-        return rwku_prompt(self.template, self.tokenizer, message, suffix)
+        return rwku_prompt(self.template, self.tokenizer, self.instruction + message, suffix)
 
     def _fit(self, prompt: str, answers: Sequence[str]) -> str:
         """The prompt, or its end where it and the longest answer pass the scored length (the
@@ -244,4 +249,4 @@ def rwku_task(setup: EvalSetup) -> RwkuTask | None:
     if setup.benchmark != "rwku":
         return None
     return RwkuTask(setup.root, setup.split, template=setup.template, tokenizer=setup.tokenizer,
-                    max_length=setup.max_length)  # fmt: skip
+                    max_length=setup.max_length, instruction=setup.instruction)  # fmt: skip

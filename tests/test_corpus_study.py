@@ -5,6 +5,7 @@ the miniature's recipe), and bad input refused in one sentence before anything i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -76,11 +77,16 @@ FAST = ["--scale", "tiny", "--attacks", "none", "train.epochs=3", "unlearn.epoch
         "study.workers=1", "--no-progress"]  # fmt: skip
 
 
-def _study(tiny_study, tmp_path_factory, benchmark: str, method: str) -> tuple[Path, dict]:
+def _study(
+    tiny_study, tmp_path_factory, benchmark: str, method: str, *options: str, source=None
+) -> tuple[Path, dict]:
+    """A study on the session's data and pretrained base (or `source`'s: an earlier study's
+    folder, whose models it reuses)."""
     run = tmp_path_factory.mktemp(benchmark)
-    for part in ("data", "models"):  # the session's data and pretrained base
-        shutil.copytree(tiny_study[0] / part, run / part, symlinks=True)
-    argv = ["run", "--benchmark", benchmark, "--methods", method, *FAST, "--out", str(run)]
+    for part in ("data", "models"):
+        shutil.copytree((source or tiny_study[0]) / part, run / part, symlinks=True)
+    argv = ["run", "--benchmark", benchmark, "--methods", method, *FAST, "--out", str(run),
+            *options]  # fmt: skip
     assert main(argv) == 0
     return run, json.loads((run / "results.json").read_text())
 
@@ -584,6 +590,32 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
     assert 'id="rwku"' in page and page.count('<table class="rwku">') == 2 * len(splits)
 
 
+@pytest.mark.slow
+def test_the_rwku_study_unlearns_on_the_corpus_the_original_model_writes(rwku_study, tiny_study,
+                                                                        tmp_path_factory):  # fmt: skip
+    """rwku.corpus=generated: the original model writes each target's forget corpus (a stage
+    keyed by the generation settings), and gradient ascent forgets it instead of positive.json;
+    results say which corpus. On the given study's models, one target, the smallest settings."""
+    settings = ["rwku.targets=[2]", "rwku.corpus=generated", "rwku.generate_texts=2",
+                "rwku.generate_questions=2", "rwku.generate_max_new_tokens=8"]  # fmt: skip
+    run, results = _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent", *settings,
+                          source=rwku_study[0])  # fmt: skip
+    assert results["config"]["rwku"]["corpus"] == "generated"
+    corpus = run / results["forget_corpus"]
+    record = json.loads((corpus.parent / "corpus.json").read_text())
+    assert record["targets"] == ["Leila Mansour"] and record["generation"]["texts"] == 2
+    written = load_rwku(corpus, "2_Leila_Mansour", "positive")
+    given = load_rwku(rwku_study[0] / "data" / "rwku", "2_Leila_Mansour", "positive")
+    assert len(written) == 2 and [r.text for r in written] != [r.text for r in given[:2]]
+    assert {r["method"] for r in results["rows"]} == {"retain", "finetuned", "grad_ascent"}
+    # The same method on the same model and settings trained on other texts: another run.
+    ga = {p.name for p in (run / "unlearn").iterdir()}
+    earlier = {p.name for p in (rwku_study[0] / "unlearn").iterdir()}
+    assert len(ga) == 1 and next(iter(ga)).startswith("grad_ascent-2_Leila_Mansour-")
+    assert not ga & earlier
+    assert any(n.startswith("grad_ascent-2_Leila_Mansour-") for n in earlier)
+
+
 def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsys):
     """RWKU's forget sets are the folder's targets: one retain log names which it belongs to."""
     data = tmp_path / "Target"
@@ -618,7 +650,7 @@ def test_rwku_targets_chooses_the_forget_sets_a_run_unlearns(tmp_path, capsys):
     line = _refused(argv, capsys, "study.retain_logs.2_Leila_Mansour")
     assert "forget splits" not in line and not out.exists()
     _refused([*argv[:-1], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
-    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "rwku.targets alone")
+    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "the RWKU study")
     _refused(["run", "--benchmark", "rwku", "rwku.batch=true"], capsys, "rwku.batch")
 
 
@@ -658,6 +690,24 @@ def test_rwku_gives_dpo_its_pairs_and_rejection_tuning_its_questions_and_refusal
     ga = captured["grad_ascent"][0]
     assert all(isinstance(r, TextRecord) for r in ga) and ga[0].text.split()[0] in texts[0]
     assert captured["grad_ascent"][2] == captured["dpo"][2]  # the run's own refusals
+    # A corpus the model wrote (Study.corpus, in the data's layout, the split's folder alone):
+    # every method reads its file there instead of the data's.
+    written = tmp_path / "written" / "Target" / split
+    shutil.copytree(data / split, written)
+    for stem in ("positive", "pair", "reject"):
+        rows = json.loads((written / f"{stem}.json").read_text())[:1]
+        for row in rows:
+            for field in ("text", "prompt", "instruction"):
+                if field in row:
+                    row[field] = f"Written by the model: {row[field]}"
+        (written / f"{stem}.json").write_text(json.dumps(rows))
+    study = dataclasses.replace(study, corpus=written.parent)
+    for name in ("dpo", "idk", "grad_ascent"):
+        method = {"method": {"retain_weight": 0}} if name == "idk" else {}
+        study_unlearn.unlearn_split(study, RunConfig.model_validate(method), tmp_path, split, name)
+    assert captured["dpo"][0] == load_rwku(written.parent, split, "pair") != pairs
+    assert captured["idk"][0] == load_rwku(written.parent, split, "reject") != rejects
+    assert captured["grad_ascent"][0][0].text.startswith("Written by the model:")
     refuse_document_methods(corpus_benchmark("rwku"), ["dpo", "idk", "grad_ascent"])
     with pytest.raises(ConfigError, match="altpo"):
         refuse_document_methods(corpus_benchmark("rwku"), ["altpo"])

@@ -6,6 +6,7 @@ and partial-layer unlearning, on the toy tokenizer's tiny model (a few steps eac
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import partial
 
 import pytest
@@ -26,7 +27,12 @@ from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.loading import save_model
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import PreferenceRecord, QARecord, TextRecord
-from forgetbench.train.generated_corpus import Generation, generate_corpus, unfabricated
+from forgetbench.train.generated_corpus import (
+    Generation,
+    corpus_key,
+    generate_corpus,
+    unfabricated,
+)
 from forgetbench.train.items import build_items, collate_items
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.unlearn import run_unlearning, unlearn_model
@@ -244,6 +250,12 @@ def test_the_model_writes_its_corpus_once_per_seed_in_rwkus_layout(tmp_path):
     written = record.stat().st_mtime_ns
     assert made(tmp_path / "a") == folder and record.stat().st_mtime_ns == written  # reused
     assert unfabricated("A totally made-up man, completely fictional tale.") == "A man, tale."
+    # The stage's key carries every generation setting (and its folder the data's own name).
+    key = partial(corpus_key, start, targets, TEMPLATE, ("No.", "Unsure."))
+    assert folder.parent.name == f"rwku-corpus-{key(g, 0)}"
+    assert len({key(g, 0), key(replace(g, texts=3), 0), key(replace(g, max_new_tokens=7), 0),
+                key(replace(g, openings=("A",)), 0), key(g, 1)}) == 5  # fmt: skip
+    assert sorted(p.name for p in folder.iterdir()) == [t.folder.name for t in targets]
 
 
 def test_a_study_that_cannot_instruct_refuses_icu(tmp_path, capsys):

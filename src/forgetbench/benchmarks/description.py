@@ -151,6 +151,10 @@ class CorpusBenchmark:
     # Its evaluation puts an instructed method's instruction before each prompt (RWKU's, as its
     # `use_prompt` does), so in-context unlearning (icu) is scored, not the unchanged model.
     instructs: bool = False
+    # (run config, study, run folder) -> the folder of forget corpora, in the data's layout,
+    # that the model being unlearnt writes for the run (RWKU's rwku.corpus=generated: a cached
+    # stage), or None to read the data's own; unlearning then reads it (`Study.corpus`).
+    written_corpus: Callable[[Any, Any, Path], Path | None] | None = None
 
     def read_config(self, dumped: Mapping[str, Any]) -> dict[str, Any]:
         """A dumped run config cut to what a study of this benchmark reads: no TOFU splits,

@@ -79,6 +79,24 @@ def _rwku_retain(folder: Path) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
+def _rwku_written(config: Any, study: Any, out: Path) -> Path | None:
+    """With rwku.corpus generated, the Target folder of the corpora the model being unlearnt
+    (the study's original model) writes about the targets rwku.targets names, from their names
+    and intros (`generate_corpus`, a stage cached by the model, targets, template, refusals,
+    generation settings and seed); None with the given corpus."""
+    if config.rwku.corpus != "generated":
+        return None
+    from forgetbench.methods.refusals import load_refusals
+    from forgetbench.train.generated_corpus import generate_corpus, generation_of
+
+    return generate_corpus(
+        out, model_dir=study.finetuned, targets=select_targets(study.data, config.rwku.targets),
+        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
+        generation=generation_of(config.rwku), seed=config.seed,
+        trust_remote_code=config.model.trust_remote_code,
+    )  # fmt: skip
+
+
 def _rwku_unknown(folder: Path) -> list[str]:
     return [t.name for t in load_targets(folder)]
 
@@ -141,7 +159,15 @@ def rwku() -> CorpusBenchmark:
         pretrained=Pretrained(_rwku_unknown),
         forget_sets_of=_rwku_sets,
         choose=_rwku_chosen,
-        options=("rwku.targets",),
+        options=(
+            "rwku.targets",
+            "rwku.corpus",
+            "rwku.generate_texts",
+            "rwku.generate_questions",
+            "rwku.generate_max_new_tokens",
+            "rwku.openings_file",
+        ),  # fmt: skip
         method_forget=_rwku_method_forget,
         instructs=True,
+        written_corpus=_rwku_written,
     )

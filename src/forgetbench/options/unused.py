@@ -187,10 +187,11 @@ UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
 # rwku.* is read by the RWKU study alone (docs/rwku.md): every other command refuses it.
 for _command, _unused in UNUSED.items():
     _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")
-# The RWKU study reads rwku.targets (its `CorpusBenchmark.options`); the rest is not run yet.
+# The RWKU study reads its `CorpusBenchmark.options`; the rest is not run yet.
 UNUSED["run"]["rwku"] = (
-    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets alone; batch-target "
-    "unlearning and the other corpora are not run by it yet (docs/rwku.md, 'Settings')"
+    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets, rwku.corpus and the "
+    "generation options alone; batch-target unlearning and the Phi-3 corpora are not run by it "
+    "yet (docs/rwku.md, 'Settings')"
 )
 
 

@@ -74,12 +74,14 @@ def document_sets(
         ]
 
     retain = chunks(bench.retain_texts(study.data))
+    # The forget corpora the model wrote for this run (RWKU's generated one), else the data's.
+    source = study.corpus or study.data
     # A method's own corpus where the benchmark has one for what it reads (`inputs`: RWKU's DPO
     # pairs, rejection tuning's questions and refusals), else the forget set's text chunks.
-    own = bench.method_forget(study.data, split, inputs) if bench.method_forget else None
+    own = bench.method_forget(source, split, inputs) if bench.method_forget else None
     if own is not None:
         return own[0], retain, own[1]
-    return chunks(bench.forget_texts(split, study.data)(study.data)), retain, ()
+    return chunks(bench.forget_texts(split, study.data)(source)), retain, ()
 
 
 def resolve_method(

@@ -616,6 +616,37 @@ def test_the_rwku_study_unlearns_on_the_corpus_the_original_model_writes(rwku_st
     assert any(n.startswith("grad_ascent-2_Leila_Mansour-") for n in earlier)
 
 
+@pytest.mark.slow
+def test_an_rwku_batch_forgets_every_target_in_one_run_scored_per_target(rwku_study, tiny_study,
+                                                                        tmp_path_factory):  # fmt: skip
+    """rwku.batch: one unlearning run on every target's corpus; each model scored on each
+    target's probes (rows per target, as a single-target study scores the same model) and the
+    batch's row of their means, every row marked with its batch."""
+    run, results = _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent", "rwku.batch=true",
+                          source=rwku_study[0])  # fmt: skip
+    rows, single = results["rows"], rwku_study[1]["rows"]
+    batch, targets = "batch_1-2", ["1_Eilidh_Rosenqvist", "2_Leila_Mansour"]
+    assert list(dict.fromkeys(r["split"] for r in rows)) == [batch, *targets]
+    assert all(r["rwku_batch"] == batch for r in rows)
+    (unlearnt,) = [p.name for p in (run / "unlearn").iterdir()]
+    assert unlearnt.startswith(f"grad_ascent-{batch}-")
+    keys = ("rwku/forget_qa", "rwku/neighbor_fb", "rwku/mia_fm/loss", "rwku/mmlu")
+    for method in ("retain", "finetuned", "grad_ascent"):
+        found = {r["split"]: r for r in rows if r["method"] == method}
+        assert len({found[s]["log"] for s in found}) == 1  # one model, one evaluation
+        for key in keys:
+            assert found[batch][key] == pytest.approx(np.mean([found[t][key] for t in targets]))
+        if method == "grad_ascent":
+            continue
+        for target in targets:  # the same model as the single-target study's, scored alike
+            alone = next(r for r in single if r["split"] == target and r["method"] == method)
+            assert [found[target][k] for k in keys] == pytest.approx([alone[k] for k in keys])
+    assert set(results["validity"]["splits"]) == {batch, *targets}
+    page = (run / "report.html").read_text()
+    assert f"{batch}: batch, the mean over its targets" in page
+    assert f"{targets[0]} in batch {batch}" in page
+
+
 def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsys):
     """RWKU's forget sets are the folder's targets: one retain log names which it belongs to."""
     data = tmp_path / "Target"
@@ -651,7 +682,8 @@ def test_rwku_targets_chooses_the_forget_sets_a_run_unlearns(tmp_path, capsys):
     assert "forget splits" not in line and not out.exists()
     _refused([*argv[:-1], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
     _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "the RWKU study")
-    _refused(["run", "--benchmark", "rwku", "rwku.batch=true"], capsys, "rwku.batch")
+    _refused(["run", "--benchmark", "rwku", "rwku.corpus_model=phi3"], capsys,
+             "rwku.corpus_model")  # fmt: skip
 
 
 def test_rwku_gives_dpo_its_pairs_and_rejection_tuning_its_questions_and_refusals(

@@ -14,10 +14,12 @@ import torch
 
 from forgetbench.config import load_config
 from forgetbench.data.rwku_corpus import (
+    batch_split,
     corpus_refusals,
     forget_corpus,
     method_corpus,
     select_targets,
+    split_targets,
     target_runs,
 )
 from forgetbench.errors import ConfigError, DataError
@@ -130,6 +132,10 @@ def test_targets_are_chosen_by_name_number_or_range_and_run_alone_or_together(tm
     assert [t.name for t in select_targets(root, ["2", "Alma_Rook", "1-2"])] == [b.name, a.name]
     assert target_runs([a, b], batch=False) == [[a], [b]]
     assert target_runs([a, b], batch=True) == [[a, b]]
+    # A batch's forget set is named by its targets' numbers and names them back.
+    assert batch_split([b, a]) == "batch_1-2" and split_targets(root, "batch_1-2") == [a, b]
+    assert split_targets(root, a.folder.name) == [a]
+    assert batch_split([replace(a, number=n) for n in (1, 2, 3, 5, 7, 8)]) == "batch_1-3,5,7-8"
     with pytest.raises(ConfigError, match="rwku.targets: '2-3'"):
         select_targets(root, ["2-3"])
     with pytest.raises(ConfigError, match="did you mean 'Alma Rook'"):

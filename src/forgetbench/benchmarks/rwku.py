@@ -18,13 +18,17 @@ from forgetbench.benchmarks.description import (
 )
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
 from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
-from forgetbench.data.rwku import find_target, load_rwku, load_targets, require_rwku, rwku_digest
+from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_digest
 from forgetbench.data.rwku_corpus import (
+    BATCH_PREFIX,
+    batch_split,
     corpus_refusals,
     forget_corpus,
     method_corpus,
     select_targets,
+    split_targets,
 )
+from forgetbench.eval.tasks.rwku import TARGET_SEP
 from forgetbench.io import read_json_records
 
 
@@ -42,13 +46,49 @@ def _rwku_sets(folder: Path) -> dict[str, Texts]:
     }
 
 
+def _rwku_batch(folder: Path, split: str) -> list[str]:
+    return [
+        r.text for t in split_targets(folder, split) for r in load_rwku(folder, t.name, "positive")
+    ]
+
+
 def _rwku_chosen(folder: Path, config: Any) -> dict[str, Texts]:
     """The forget sets of the targets rwku.targets names, in the order named (every target when
-    unset): single-target unlearning, one run per target."""
+    unset): single-target unlearning, one run per target; with rwku.batch one forget set of
+    them all (`batch_split`), their forget corpora one after the other."""
+    targets = select_targets(folder, config.rwku.targets)
+    if config.rwku.batch:
+        split = batch_split(targets)
+        return {split: partial(_rwku_batch, split=split)}
     every = _rwku_sets(folder)
-    return {
-        t.folder.name: every[t.folder.name] for t in select_targets(folder, config.rwku.targets)
-    }
+    return {t.folder.name: every[t.folder.name] for t in targets}  # type: ignore[union-attr]
+
+
+def _rwku_batch_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A batch run's rows (split `batch_...`, scored on every target: `RwkuBatchTask`) as one row
+    per target, split the target's folder, then the batch's own row of the means over its
+    targets; each marked with the batch it belongs to (`rwku_batch`). Other rows as they are."""
+    means: list[dict[str, Any]] = []
+    per_target: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if not str(row["split"]).startswith(BATCH_PREFIX):
+            means.append(row)
+            continue
+        own = dict.fromkeys(  # in the row's order, so every target's row keeps the key order
+            k for k in row if TARGET_SEP in k and k.partition(TARGET_SEP)[2].startswith("rwku/")
+        )
+        common = {k: v for k, v in row.items() if k not in own and not k.startswith("rwku/")}
+        for key in own:
+            target, _, score = key.partition(TARGET_SEP)
+            found = per_target.setdefault(target, [])
+            if not found or found[-1]["_of"] is not row:
+                found.append({**common, "split": target, "rwku_batch": row["split"], "_of": row})
+            found[-1][score] = row[key]
+        means.append({**{k: v for k, v in row.items() if k not in own}, "rwku_batch": row["split"]})
+    expanded = [
+        {k: v for k, v in r.items() if k != "_of"} for rs in per_target.values() for r in rs
+    ]
+    return means + expanded
 
 
 def _rwku_method_forget(folder: Path, split: str, inputs: frozenset[str]) -> MethodForget | None:
@@ -59,7 +99,7 @@ def _rwku_method_forget(folder: Path, split: str, inputs: frozenset[str]) -> Met
     corpus = method_corpus(inputs)
     if corpus == "positive":
         return None
-    records = forget_corpus(folder, [find_target(folder, split)], corpus)
+    records = forget_corpus(folder, split_targets(folder, split), corpus)
     return records, corpus_refusals(records) if corpus == "reject" else ()
 
 
@@ -161,6 +201,7 @@ def rwku() -> CorpusBenchmark:
         choose=_rwku_chosen,
         options=(
             "rwku.targets",
+            "rwku.batch",
             "rwku.corpus",
             "rwku.generate_texts",
             "rwku.generate_questions",
@@ -170,4 +211,5 @@ def rwku() -> CorpusBenchmark:
         method_forget=_rwku_method_forget,
         instructs=True,
         written_corpus=_rwku_written,
+        split_rows=_rwku_batch_rows,
     )

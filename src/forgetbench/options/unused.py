@@ -189,9 +189,9 @@ for _command, _unused in UNUSED.items():
     _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")
 # The RWKU study reads its `CorpusBenchmark.options`; the rest is not run yet.
 UNUSED["run"]["rwku"] = (
-    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets, rwku.corpus and the "
-    "generation options alone; batch-target unlearning and the Phi-3 corpora are not run by it "
-    "yet (docs/rwku.md, 'Settings')"
+    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets, rwku.batch, "
+    "rwku.corpus and the generation options alone; the Phi-3 corpora are not run by it yet "
+    "(docs/rwku.md, 'Settings')"
 )
 
 

@@ -313,6 +313,8 @@ def run_corpus_study(
 
     references = [r for r in rows if r["split"] == eval_split and r["step"] == 0]
     sequence = request_rows(series, config.study.methods, futures, references, make_row, timings)
+    if bench.split_rows is not None:  # an RWKU batch's rows per target, beside its means
+        rows = bench.split_rows(rows)
     timings["total"] = time.perf_counter() - started
     results = {
         "forgetbench_version": __version__,

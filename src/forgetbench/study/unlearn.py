@@ -81,7 +81,11 @@ def document_sets(
     own = bench.method_forget(source, split, inputs) if bench.method_forget else None
     if own is not None:
         return own[0], retain, own[1]
-    return chunks(bench.forget_texts(split, study.data)(source)), retain, ()
+    # The run's own forget sets first (an RWKU batch is one), then any set of the folder.
+    texts = bench.chosen_sets(study.data, config).get(split) or bench.forget_texts(
+        split, study.data
+    )
+    return chunks(texts(source)), retain, ()
 
 
 def resolve_method(

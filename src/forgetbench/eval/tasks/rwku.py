@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.rwku import PROBE_FILES, Target, find_target, load_rwku
+from forgetbench.data.rwku_corpus import BATCH_PREFIX, split_targets
 from forgetbench.errors import DataError
 from forgetbench.eval.requests import Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
@@ -243,10 +244,63 @@ class RwkuTask:
         return TaskResult(scores, items=dict(rows))
 
 
+# A batch's per-target score: "{target folder}{TARGET_SEP}{key}" (`RwkuBatchTask`).
+TARGET_SEP = ":"
+
+
+class RwkuBatchTask:
+    """One model scored on each target of a batch (`rwku.batch`): every target's `RwkuTask`, its
+    scores under "{folder}:{key}" and their mean over the targets under the key itself (a key
+    some target lacks, e.g. an empty MIA set, is the mean of those that have it)."""
+
+    name = "rwku"
+
+    def __init__(self, tasks: Mapping[str, RwkuTask]) -> None:
+        self.tasks = dict(tasks)
+        self.subsets = {f"{t}{TARGET_SEP}{subset}": docs for t, task in self.tasks.items()
+                        for subset, docs in task.subsets.items()}  # fmt: skip
+
+    def _task(self, subset: str) -> tuple[RwkuTask, str]:
+        target, _, own = subset.rpartition(TARGET_SEP)
+        return self.tasks[target], own
+
+    def requests(self, subset: str, doc: Any) -> list[Request]:
+        task, own = self._task(subset)
+        return task.requests(own, doc)
+
+    def process(self, subset: str, doc: Any, responses: Sequence[Response]) -> dict[str, Any]:
+        task, own = self._task(subset)
+        return task.process(own, doc, responses)
+
+    def results(self, rows: Mapping[str, list[dict[str, Any]]]) -> TaskResult:
+        scores: dict[str, Any] = {}
+        found: dict[str, list[float]] = {}
+        items: dict[str, Any] = {"forget": [], "targets": {}}
+        for target, task in self.tasks.items():
+            own = {s.rpartition(TARGET_SEP)[2]: r for s, r in rows.items()
+                   if s.rpartition(TARGET_SEP)[0] == target}  # fmt: skip
+            result = task.results(own)
+            for key, value in result.scores.items():
+                scores[f"{target}{TARGET_SEP}{key}"] = value
+                found.setdefault(key, []).append(value)
+            items["targets"][target] = result.items
+            items["forget"] += [{**r, "target": target} for r in result.items["forget"]]
+        scores.update({key: float(np.mean(values)) for key, values in found.items()})
+        return TaskResult(scores, items=items)
+
+
 @TASKS.register("rwku")
-def rwku_task(setup: EvalSetup) -> RwkuTask | None:
-    """An RWKU Target folder (`--benchmark rwku`), the split naming the target."""
+def rwku_task(setup: EvalSetup) -> RwkuTask | RwkuBatchTask | None:
+    """An RWKU Target folder (`--benchmark rwku`), the split naming the target, or a batch of
+    them (`data.rwku_corpus.batch_split`)."""
     if setup.benchmark != "rwku":
         return None
-    return RwkuTask(setup.root, setup.split, template=setup.template, tokenizer=setup.tokenizer,
-                    max_length=setup.max_length, instruction=setup.instruction)  # fmt: skip
+
+    def task(target: str) -> RwkuTask:
+        return RwkuTask(setup.root, target, template=setup.template, tokenizer=setup.tokenizer,
+                        max_length=setup.max_length, instruction=setup.instruction)  # fmt: skip
+
+    if not setup.split.startswith(BATCH_PREFIX):
+        return task(setup.split)
+    targets = split_targets(setup.root, setup.split)
+    return RwkuBatchTask({t.folder.name if t.folder else t.name: task(t.name) for t in targets})

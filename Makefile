@@ -10,10 +10,10 @@ SHARED ?= ../shared
 # it in this process.
 TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
-# torch comes from pip, which finds the CPU wheel this machine's pip configuration points at; the
-# rest from uv, which resolves and installs the same packages in a fraction of pip's time (the
-# installed torch satisfies the package's torch>=2.2, so uv keeps it). --compile-bytecode as pip
-# does: without .pyc files every test subprocess compiled transformers & co again (300 CPU-s more).
+# uv resolves and installs torch (TORCH_SPEC) and the package in one go, in a fraction of pip's time.
+# It does not read pip's configuration, so the wheel folder pip is pointed at (where a machine keeps
+# its CPU torch build) is passed on. --compile-bytecode as pip does: without .pyc files every test
+# subprocess compiled transformers & co again (300 CPU-s more).
 UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
 # The package alone (what the demo needs), then the development extras (tests, lint, lm-eval, Ray).
 CORE_STAMP := $(VENV)/.forgetbench-core-installed
@@ -21,21 +21,22 @@ STAMP := $(VENV)/.forgetbench-installed
 
 .PHONY: install demo test test-study lint clean
 
-define VENV_WITH_TORCH
+FIND_LINKS := $(foreach d,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null),--find-links $(d))
+
+define VENV_WITH_UV
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)" uv
+	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv
 endef
 
 $(CORE_STAMP): pyproject.toml
-	$(VENV_WITH_TORCH)
-	$(UV) -e .
+	$(VENV_WITH_UV)
+	$(UV) $(FIND_LINKS) "$(TORCH_SPEC)" -e .
 	touch $(CORE_STAMP)
 
 # One resolution of the package with its extras, not the core's and then the extras' (~10 s less).
 $(STAMP): pyproject.toml
-	$(VENV_WITH_TORCH)
-	$(UV) -e '.[dev]'
+	$(VENV_WITH_UV)
+	$(UV) $(FIND_LINKS) "$(TORCH_SPEC)" -e '.[dev]'
 	touch $(CORE_STAMP) $(STAMP)
 
 install: $(STAMP)

@@ -22,14 +22,18 @@
 # The levers (docs/speed.md, "Levers"), each train_1b or eval_1b with one setting turned, named
 # in STEPS or all at once as STEPS=...,levers: train_1b_random (train.group_by_length=false:
 # random order, padded, as before it was the GPU's default), train_1b_no_liger
-# (model.liger_kernel=false), train_1b_compile (model.compile=true), eval_1b_static
+# (model.liger_kernel=false), train_1b_compile (model.compile=true), train_1b_padding_free
+# (model.padding_free=true: packed batches with the model's attention, sdpa unless flash-attn is
+# installed), eval_1b_static
 # (eval.cache_implementation=static, compiled decoding), eval_1b_static_eager (the static cache,
 # not compiled), static_generations (how many of eval_1b_static's generated answers differ from
 # eval_1b's in bf16).
 # Named in STEPS only: pytest_gpu,
 # bench_train (the small miniature's stages timed), bench_eval (fast vs naive evaluation of the
 # miniature's model, with the fast path's profile), workers_gpu (the miniature's model shape
-# alone, then WORKERS_PER_GPU at once on the GPU), memory_8b_lora / memory_1b_full.
+# alone, then WORKERS_PER_GPU at once on the GPU), study_small_one (the small study with
+# study.workers=1, one process on the GPU: the alternative to study_small's placement, which the
+# study measures and chooses itself), memory_8b_lora / memory_1b_full.
 #     STEPS=bench_eval,workers_gpu bash scripts/gpu_check.sh
 # The CPU dry run (tiny shapes and data, float32, the same steps and table; the figures are the
 # CPU's, the GPU-busy ones absent): CPU=1 bash scripts/gpu_check.sh
@@ -54,7 +58,7 @@ FB="$PY -m forgetbench.cli"
 { command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; $PY -c "import torch, transformers, accelerate, peft, datasets; print(torch.__version__, transformers.__version__, accelerate.__version__, peft.__version__, datasets.__version__)"; } > "$OUT/logs/gpu.txt" 2>&1
 
 STEPS=${STEPS:-train_1b,unlearn_8b,make_1b,eval_1b,study_small,study_demo}
-LEVERS=train_1b_random,train_1b_no_liger,train_1b_compile,eval_1b_static,eval_1b_static_eager,static_generations
+LEVERS=train_1b_random,train_1b_no_liger,train_1b_compile,train_1b_padding_free,eval_1b_static,eval_1b_static_eager,static_generations
 STEPS=${STEPS/levers/$LEVERS}
 LIMIT_FACTOR=${LIMIT_FACTOR:-1}  # the dry run's slower CPU gets its limits multiplied
 SCALE=${SCALE:-small}         # the miniature of bench_train, study_small and bench_eval
@@ -96,6 +100,7 @@ lever() {  # lever NAME LIMIT SETTING...: train_1b with SETTINGs, into $WORK/NAM
 lever train_1b_random 90 train.group_by_length=false
 lever train_1b_no_liger 90 model.liger_kernel=false
 lever train_1b_compile 150 model.compile=true
+lever train_1b_padding_free 90 model.padding_free=true
 step unlearn_8b 75 $PY scripts/gpu_memory.py --size $LORA_SIZE --lora --dtype $DTYPE \
   --length ${LORA_LENGTH:-512} --batch 4 --timed-steps 2 --device $DEVICE
 # The model eval_1b scores: random weights in BIG_SIZE's shape, bf16, with the miniature's
@@ -171,6 +176,9 @@ step workers_gpu ${WORKERS_LIMIT:-50} bash -c workers_gpu
 rm -rf $WORK/study $WORK/study_demo
 step study_small ${STUDY_LIMIT:-160} $FB run --scale $SCALE --splits forget10 --out $WORK/study --no-progress --json --debug ${STUDY_WORKERS:+study.workers=$STUDY_WORKERS}
 cp $WORK/study/results.json "$OUT/logs/study_results.json" 2>/dev/null
+# Its own empty cache: on study_small's filled one it would only read what that one trained.
+rm -rf $WORK/study_one $WORK/cache_one
+FORGETBENCH_CACHE=$WORK/cache_one step study_small_one ${STUDY_LIMIT:-160} $FB run --scale $SCALE --splits forget10 --out $WORK/study_one --no-progress --json --debug study.workers=1
 step study_demo 60 $FB run --scale tiny --splits forget10 eval.mia_shadows=2 --out $WORK/study_demo --no-progress --json --debug
 step bench_eval 60 $FB bench eval --scale $SCALE --profile ${PROFILE:-auto} --out $WORK/bench --json --debug
 

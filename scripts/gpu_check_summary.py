@@ -71,7 +71,11 @@ def _step_figures(name: str, logs: Path) -> dict[str, Any]:
         elif name == "study_small" and (logs / "study_results.json").exists():
             from forgetbench.study.bench import study_profile
 
-            timings = json.loads((logs / "study_results.json").read_text())["timings"]
+            results = json.loads((logs / "study_results.json").read_text())
+            timings = results["timings"]
+            # Where its workers ran: measured and chosen on a GPU machine, absent on the CPU.
+            found["placement"] = results.get("placement")
+            found["workers"] = results.get("workers")
             found["profile"] = {k: v for k, v in study_profile(timings).items() if k != "jobs"}
         elif name == "workers_gpu":
             found.update(_workers(logs))
@@ -132,9 +136,11 @@ LEVERS = {
     "train_1b_random": "bench train, 1B, train.group_by_length=false (random order)",
     "train_1b_no_liger": "bench train, 1B, model.liger_kernel=false",
     "train_1b_compile": "bench train, 1B, model.compile=true",
+    "train_1b_padding_free": "bench train, 1B, model.padding_free=true (packed batches)",
     "eval_1b_static": "forgetbench eval, 1B, eval.cache_implementation=static (compiled)",
     "eval_1b_static_eager": "forgetbench eval, 1B, static cache, eval.compile_generation=false",
     "static_generations": "generated answers: static cache vs dynamic, bf16",
+    "study_small_one": "forgetbench run --scale small --splits forget10 study.workers=1",
 }
 
 
@@ -146,6 +152,8 @@ def _levers(steps: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
             continue
         if name.startswith("train"):
             measured = _train(step)
+        elif name == "study_small_one":
+            measured = _ran(step) or f"{step['seconds']:.0f} s; {_gpu_busy(step)}"
         elif name == "static_generations":
             r = step.get("result")
             measured = f"{r['differ']} of {r['compared']} differ" if r else _ran(step) or "failed"
@@ -191,7 +199,14 @@ def _train(step: dict[str, Any] | None) -> str:
                 f"; {name}: "
                 + (f"GPU busy {busy:.0%}, " if busy is not None else "")
                 + f"{profile['host_reads_per_step']:g} host reads/step"
+                + (
+                    f", {profile['host_syncs_per_step']:g} host syncs/step"
+                    if profile.get("host_syncs_per_step") is not None
+                    else ""
+                )
             )
+    if "padding_free" in r:
+        said += f"; padding-free {'on' if r['padding_free'] else 'off'}"
     return said
 
 
@@ -222,6 +237,14 @@ def _study(step: dict[str, Any] | None, demo: dict[str, Any] | None) -> str:
     )
     if step is not None:
         said += f"; {_gpu_busy(step)}"
+        placement = step.get("placement")
+        if placement:
+            said += (
+                f"; placed {placement['gpu_workers']} GPU + {placement['cpu_workers']} CPU "
+                f"workers (step {placement['measured']})"
+            )
+        elif step.get("workers") is not None:
+            said += f"; {step['workers']} workers, placement not measured (no GPU)"
     demo_said = _ran(demo) or f"{demo['seconds']:.0f} s"  # type: ignore[index]
     return f"{said}; make demo's study {demo_said}"
 

@@ -41,7 +41,12 @@ def main() -> int:
         return 1
 
     from forgetbench.device import DTYPES, place_model
-    from forgetbench.methods.base import DepthScaledMethod, build_method, get_method, method_names
+    from forgetbench.methods.base import (
+        DepthScaledMethod,
+        build_method,
+        get_method,
+        trained_method_names,
+    )
     from forgetbench.modeling.builtin import LLAMA_SHAPES, build_tiny_model
     from forgetbench.modeling.encoding import Encoded
     from forgetbench.modeling.lora import apply_lora
@@ -76,7 +81,8 @@ def main() -> int:
             for _ in range(args.batch)
         ]
     ]
-    names = [n for n in args.methods.split(",") if n] or list(method_names())
+    # ICU-like methods unlearn by an instruction, not a training step: nothing to measure.
+    names = [n for n in args.methods.split(",") if n] or list(trained_method_names())
     for name in names:
         if cuda:
             torch.cuda.empty_cache()

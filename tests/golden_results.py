@@ -24,17 +24,20 @@ from typing import Any
 GOLDEN_DIR = Path(__file__).parent / "golden"
 TOLERANCE = 1e-6
 # Run-specific, not results: when and where it ran, how long it took.
-VOLATILE = ("created", "git_sha", "timings", "model", "workers", "forgetbench_version", "reused")
+VOLATILE = (
+    "created", "git_sha", "timings", "model", "workers", "placement", "forgetbench_version",
+    "reused",
+)  # fmt: skip
 # Keys added after the golden files were written (the generalisation probes' scores and their
 # option; each row's settings, held-out forget quality and degenerate share; the leaderboard;
-# the validity block's LUME final verdict; RWKU's utility metrics' versions; the kernel and
-# generation-cache options, which change how the work runs, not its numbers; the config's rwku
-# section and unlearn.layers):
+# the validity block's LUME final verdict; RWKU's utility metrics' versions; the kernel,
+# padding-free and generation-cache options, which change how the work runs, not its numbers;
+# the config's rwku section and unlearn.layers):
 # a run may have them where a file does not; every number a file holds is still compared.
 ADDED = re.compile(
     r"(probes|settings|forget_quality)/|probes$|(forget/)?degenerate$"
-    r"|forget_quality_held_out$|leaderboard$|lume_final$|rwku/|^rwku$|^layers$"
-    r"|^(compile|liger_kernel|cache_implementation|compile_generation)$"
+    r"|forget_quality_held_out$|leaderboard$|lume_final$|rwku/|^rwku$|^rwku_utility$|^layers$"
+    r"|^(compile|liger_kernel|padding_free|cache_implementation|compile_generation)$"
 )
 
 

@@ -12,7 +12,9 @@ import pytest
 import torch
 
 PACKAGE = str(Path(__file__).resolve().parents[1] / "src" / "forgetbench")
-HOST_SIDE = {"order.py"}  # the epoch order, drawn from a CPU generator once per epoch
+# The epoch order, drawn from a CPU generator once per epoch; padding-free packing, made on the
+# host from the collated CPU tensors before the batch goes to the device.
+HOST_SIDE = {"order.py", "packing.py"}
 CONVERSIONS = ("item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy")
 
 

@@ -647,6 +647,38 @@ def test_an_rwku_batch_forgets_every_target_in_one_run_scored_per_target(rwku_st
     assert f"{targets[0]} in batch {batch}" in page
 
 
+@pytest.mark.slow
+def test_eval_scores_the_rwku_targets_named_as_the_study_scored_them(rwku_study, capsys):
+    """`forgetbench eval --benchmark rwku` scores the targets rwku.targets names, each in a
+    folder of its own under --out: its numbers are the study's row of the same model, printed
+    as the study's tables; an evaluation stopped before its summary reads back the targets that
+    finished, a finished one is never overwritten, an unknown target is refused up front."""
+    run, results = rwku_study
+    (model,) = (run / "models").glob("rwku-finetune-*")
+    out, target = run / "eval-original", "2_Leila_Mansour"
+    argv = ["eval", "--benchmark", "rwku", "--model", str(model / "model"), "--data",
+            str(run / "data" / "rwku" / "Target"), "--out", str(out),
+            "rwku.targets=[Leila Mansour]", "eval.max_length=256", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"RWKU on {target}" in printed and "adversarial probes" in printed
+    row = next(r for r in results["rows"] if r["split"] == target and r["method"] == "finetuned")
+    scores = json.loads((out / target / "summary.json").read_text())["scores"]
+    rwku_keys = [k for k in scores if k.startswith("rwku/")]
+    assert len(rwku_keys) > 20 and "rwku/forget_aa/reverse query" in rwku_keys
+    assert {k: scores[k] for k in rwku_keys} == pytest.approx({k: row[k] for k in rwku_keys})
+    assert f"{row['rwku/forget_qa']:.3f}" in printed
+    assert sorted(p.name for p in out.iterdir()) == [target, "summary.json"]
+    (out / "summary.json").unlink()  # as if stopped after the target's evaluation
+    assert main([*argv, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["splits"] == [target] and summary["scores"] == {target: scores}
+    _refused(argv, capsys, "already exists")
+    argv[argv.index("--out") + 1] = str(run / "eval-nobody")
+    _refused([*argv[:-3], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
+    assert not (run / "eval-nobody").exists()
+
+
 def test_a_study_of_your_model_on_rwku_knows_the_folders_targets(tmp_path, capsys):
     """RWKU's forget sets are the folder's targets: one retain log names which it belongs to."""
     data = tmp_path / "Target"
@@ -681,9 +713,7 @@ def test_rwku_targets_chooses_the_forget_sets_a_run_unlearns(tmp_path, capsys):
     line = _refused(argv, capsys, "study.retain_logs.2_Leila_Mansour")
     assert "forget splits" not in line and not out.exists()
     _refused([*argv[:-1], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
-    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "the RWKU study")
-    _refused(["run", "--benchmark", "rwku", "rwku.corpus_model=phi3"], capsys,
-             "rwku.corpus_model")  # fmt: skip
+    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "the RWKU study alone")
 
 
 def test_rwku_gives_dpo_its_pairs_and_rejection_tuning_its_questions_and_refusals(

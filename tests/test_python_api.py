@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import shlex
 import shutil
 import subprocess
@@ -52,10 +53,6 @@ def _cli(line: str, *more: str) -> dict:
     code = main([*words[1:], *more, "--json", "--no-progress"])
     assert code == 0, line
     return code
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 
 @pytest.fixture(scope="module")
@@ -104,17 +101,29 @@ def test_the_docs_plugin_runs_in_unlearn_and_in_a_study(docs):
     assert "capped_ascent" in (docs / "runs/mine/report.html").read_text()
 
 
-def _script(docs: Path, name: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, name], cwd=docs, env=_env(), capture_output=True, text=True,
-        timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout.strip().splitlines()
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 
-def test_the_docs_script_runs_as_written(docs):
-    steps, *scores = _script(docs, "unlearn_mine.py")
+def _script(docs: Path, name: str, capsys, monkeypatch) -> list[str]:
+    """The docs' script run as `python NAME` runs it, in this process (a new interpreter costs
+    seconds): as __main__, from its folder, which heads the import path (`import my_method`)."""
+    monkeypatch.chdir(docs)
+    monkeypatch.syspath_prepend(str(docs))
+    registered = dict(METHODS._entries)
+    capsys.readouterr()
+    try:
+        runpy.run_path(str(docs / name), run_name="__main__")
+    finally:
+        # What the script registered and imported leaves with it, as with its process.
+        sys.modules.pop("my_method", None)
+        METHODS._entries.clear()
+        METHODS._entries.update(registered)
+    return capsys.readouterr().out.strip().splitlines()
+
+
+def test_the_docs_script_runs_as_written(docs, capsys, monkeypatch):
+    steps, *scores = _script(docs, "unlearn_mine.py", capsys, monkeypatch)
     assert re.fullmatch(r"\d+ steps, loss -?[\d.]+ -> -?[\d.]+", steps)
     moved = {
         m[1]: (float(m[2]), float(m[3]))
@@ -125,10 +134,10 @@ def test_the_docs_script_runs_as_written(docs):
     assert after < before  # the plugin's method forgot
 
 
-def test_the_callback_logs_from_a_real_trainer_run(docs):
+def test_the_callback_logs_from_a_real_trainer_run(docs, capsys, monkeypatch):
     found = [
         re.fullmatch(r"step (\d+): forget quality (\S+), model utility (\S+)", line)
-        for line in _script(docs, "ascent_trainer.py")
+        for line in _script(docs, "ascent_trainer.py", capsys, monkeypatch)
     ]
     lines = [m.groups() for m in found if m]  # the Trainer prints its own log lines too
     assert [int(step) for step, *_ in lines] == [2, 4]
@@ -246,7 +255,8 @@ def test_run_returns_the_results_of_forgetbench_run(docs, monkeypatch):
 
 def test_an_installed_packages_method_runs_without_a_flag(docs, tmp_path):
     # An installed distribution as importlib.metadata finds it: a dist-info folder on the path
-    # with its entry points, beside the module they name.
+    # with its entry points, beside the module they name. A new process: forgetbench reads the
+    # entry points when it is imported.
     site = tmp_path / "site"
     info = site / "forgetbench_extra-0.1.dist-info"
     info.mkdir(parents=True)
@@ -292,6 +302,19 @@ def test_the_api_checks_its_arguments_in_one_sentence(call, message):
     with pytest.raises(ConfigError) as info:
         call()
     assert info.value.message.startswith(message), info.value.message
+
+
+def test_run_refuses_a_sharding_it_cannot_run_before_any_work(monkeypatch, tmp_path):
+    # model.sharding=fsdp outside torchrun: `forgetbench run` refuses it in one sentence, and so
+    # must the API instead of running the study unsharded.
+    import forgetbench.study.run
+
+    started = []
+    monkeypatch.setattr(forgetbench.study.run, "run_study", lambda *a, **k: started.append(a))
+    config = {"scale": "tiny", "out": str(tmp_path / "out"), "model": {"sharding": "fsdp"}}
+    with pytest.raises(ConfigError, match=r"model.sharding=fsdp shards the model over"):
+        forgetbench.run(config)
+    assert started == [] and not (tmp_path / "out").exists()
 
 
 @pytest.fixture(scope="module")

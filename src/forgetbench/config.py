@@ -73,7 +73,8 @@ class RunConfig(_Section):
     unlearn: UnlearnConfig = Field(default_factory=UnlearnConfig)
     method: dict[str, Any] = Field(
         default_factory=dict,
-        description="options of the chosen method (method.beta=0.05); see docs/methods.md",
+        description="options of the chosen method (method.beta=0.05; a study's reach each of "
+        "study.methods that has the option); see docs/methods.md",
     )
     eval: EvalConfig = Field(default_factory=EvalConfig)
     rwku: RWKUConfig = Field(default_factory=RWKUConfig)
@@ -87,11 +88,12 @@ def load_config(
     values: Mapping[str, tuple[str, Any]] | None = None,
     *,
     ignore: tuple[str, ...] = (),
+    study: bool = False,
 ) -> RunConfig:
     """Defaults, then the YAML file, then `a.b=c` overrides (values parsed as YAML scalars), then
     `values`: typed values by config key, each with the option that gave it (`{"unlearn.lr":
     ("--lr", 1e-4)}`), so an error names what the user typed. `ignore`: top-level sections of the
-    file read by someone else (a sweep file's `sweep`)."""
+    file read by someone else (a sweep file's `sweep`). `study`: see `validate_config`."""
     data: dict[str, Any] = {}
     if path is not None:
         data = {k: v for k, v in _read_yaml(Path(path)).items() if k not in ignore}
@@ -103,12 +105,19 @@ def load_config(
         _set_dotted(data, key, value)
     sources = ([str(path)] if path else []) + (["command line"] if overrides or values else [])
     given_as = {key: option for key, (option, _) in values.items()}
-    return validate_config(data, source=" + ".join(sources) or "defaults", given_as=given_as)
+    source = " + ".join(sources) or "defaults"
+    return validate_config(data, source=source, given_as=given_as, study=study)
 
 
 def validate_config(
-    data: dict[str, Any], *, source: str = "config", given_as: Mapping[str, str] | None = None
+    data: dict[str, Any],
+    *,
+    source: str = "config",
+    given_as: Mapping[str, str] | None = None,
+    study: bool = False,
 ) -> RunConfig:
+    """The typed config, or a one-sentence error. `study`: the config is a study's (`forgetbench
+    run`), whose `method.*` options are for `study.methods`, not `unlearn.method`."""
     _load_plugins(data, source, given_as or {})
     try:
         config = RunConfig.model_validate(data)
@@ -116,7 +125,10 @@ def validate_config(
         raise _one_line(exc, source, given_as or {}) from None
     from forgetbench.methods.base import build_method  # lazy: torch, as method_names above
 
-    build_method(config.unlearn.method, config.method)  # unknown or out-of-range options fail here
+    if study:
+        _check_study_options(config)
+    else:  # unknown or out-of-range options fail here
+        build_method(config.unlearn.method, config.method)
     if config.unlearn.preset is not None:
         read_preset(config.unlearn.preset, kind="unlearn.preset")  # unknown: fails with the known
     for name, settings in config.study.method_settings.items():
@@ -128,6 +140,36 @@ def validate_config(
             ) from None
     _refuse_repeats(config, source, given_as or {})
     return config
+
+
+def _check_study_options(config: RunConfig) -> None:
+    """A study's `method.X` reaches each of its methods that has the option X (several share
+    one, e.g. retain_weight), so it is refused only when none of them has it; a method without
+    it runs as it would without the option (study/unlearn.py's `method_config`)."""
+    from forgetbench.methods.base import build_method, method_names, method_options
+
+    methods = config.study.methods
+    known = {name: method_options(name) for name in methods}
+    for key in config.method:
+        if not any(key in options for options in known.values()):
+            listed = ", ".join(methods)
+            # Another method's option is no typo: what it lacks is a method that reads it.
+            if any(key in method_options(name) for name in method_names()):
+                what = f"method.{key} is an option of none of the study's methods ({listed})"
+            else:
+                every = sorted({option for options in known.values() for option in options})
+                what = (
+                    f"unknown option 'method.{key}'{did_you_mean(key, every)}: none of the "
+                    f"study's methods ({listed}) has it"
+                )
+            raise ConfigError(
+                what,
+                "; ".join(f"options of {n}: {', '.join(o) or '(none)'}" for n, o in known.items())
+                if len(methods) <= 3
+                else "'forgetbench run --help' lists the methods, docs/methods.md their options",
+            )
+    for name, options in known.items():  # out-of-range values fail here
+        build_method(name, {k: v for k, v in config.method.items() if k in options})
 
 
 def load_given_plugins(

@@ -79,6 +79,12 @@ class ModelConfig(_Section):
         description="in training on a CUDA GPU, liger-kernel's RMSNorm, RoPE and SwiGLU kernels "
         "for Llama-family models when installed (pip install forgetbench[gpu]); never on the CPU",
     )
+    padding_free: bool | None = Field(
+        None,
+        description="train on padding-free batches (each batch's sequences in one row, "
+        "positions restarting per sequence): the same losses, no padded position computed; "
+        "unset = on when training on a CUDA GPU with flash attention, off on the CPU",
+    )
     sharding: Literal[SHARDINGS] = Field(  # type: ignore[valid-type]
         "none",
         description="how launched processes hold the trained model: none (each a full copy, DDP), "
@@ -315,6 +321,14 @@ class EvalConfig(_Section):
         False, description="apply the tokenizer's chat template in lm-eval"
     )
     lm_eval_include_path: str | None = Field(None, description="folder of extra lm-eval tasks")
+    # RWKU's utility sets are its own files, scored as its code scores them; lm-eval has MMLU,
+    # BBH, TruthfulQA and TriviaQA as tasks of its own (whole sets, from the Hub).
+    rwku_utility: Literal["rwku", "lm_eval"] | None = Field(
+        None,
+        description="how forgetbench eval --benchmark rwku scores utility: lm_eval = lm-eval's "
+        "mmlu, bbh, truthfulqa_mc2 and triviaqa tasks (pip install forgetbench[lmeval]; their "
+        "data from the Hub or its cache); rwku or unset = RWKU's own sets in each target's folder",
+    )
     # Unset keeps the length the model was trained with, as evaluations always had; a prompt
     # that leaves no room for its answer is refused, never cut (docs/metrics.md).
     max_length: int | None = Field(

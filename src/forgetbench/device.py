@@ -76,6 +76,7 @@ class Precision:
     sharding: str = "none"  # none: each process a full copy (DDP); fsdp: each a shard (FSDP2)
     compile: bool = False  # torch.compile of the trained model's forward
     liger_kernel: bool = True  # liger's Triton kernels where they apply (train/kernels.py)
+    padding_free: bool | None = None  # packed training batches; None: the GPU's default
 
 
 def configure(
@@ -87,6 +88,7 @@ def configure(
     sharding: str = "none",
     compile: bool = False,
     liger_kernel: bool = True,
+    padding_free: bool | None = None,
 ) -> torch.device:
     """Resolve the command's device (refusing a bad one before any work) and precision, and make
     them the defaults of this process and every process it starts."""
@@ -114,7 +116,13 @@ def configure(
     os.environ[PRECISION_ENV] = json.dumps(
         asdict(
             Precision(
-                dtype, mixed_precision, gradient_checkpointing, sharding, compile, liger_kernel
+                dtype,
+                mixed_precision,
+                gradient_checkpointing,
+                sharding,
+                compile,
+                liger_kernel,
+                padding_free,
             )
         )
     )
@@ -130,7 +138,7 @@ def precision_key() -> dict[str, Any]:
     """The precision settings that differ from the defaults: what a cached stage's key adds.
     Not the sharding: like the number of processes, it changes how the work is spread, not what
     is trained (the same numbers to float rounding, tested), so a sharded run reuses stages. Nor
-    the kernels (compile, liger): they compute the same functions, as the fused AdamW on CUDA."""
+    the kernels (compile, liger) or packed batches: they compute the same functions, as the fused AdamW on CUDA."""
     default = asdict(Precision())
     return {
         k: v
@@ -140,7 +148,7 @@ def precision_key() -> dict[str, Any]:
 
 
 # Settings that change how the work is done, not what is trained (`precision_key`).
-UNKEYED_SETTINGS = frozenset({"sharding", "compile", "liger_kernel"})
+UNKEYED_SETTINGS = frozenset({"sharding", "compile", "liger_kernel", "padding_free"})
 
 
 def default_device() -> torch.device:

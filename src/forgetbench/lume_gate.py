@@ -41,7 +41,8 @@ def _gate(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
     final = number(finetuned, "lume/final")
     target = number(retain, "lume/final") if retain is not None else None
     if target is None or final is None:
-        return _check(
+        return check_record(
+            "lume_final",
             "unknown",
             f"{split}: no retain model's LUME final score to read the finetuned model's against",
             "LUME final is shown, but whether it measures forgetting here is not known",
@@ -60,8 +61,9 @@ def _gate(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
     if final >= target:
         reasons.append("the finetuned model scores at or above the retain model, its target")
     if not reasons:
-        return _check("pass", f"{split}: LUME {said}", **numbers)
-    return _check(
+        return check_record("lume_final", "pass", f"{split}: LUME {said}", **numbers)
+    return check_record(
+        "lume_final",
         NOISE,
         f"{split}: LUME final is noise here: {' and '.join(reasons)}; {said}",
         "LUME final ranks nothing on this study: the leaderboard leaves it out (results.json "
@@ -84,8 +86,16 @@ def _f(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _check(
-    status: str, finding: str, meaning: str = "", todo: str = "", **numbers: Any
+def check_record(
+    name: str, status: str, finding: str, meaning: str = "", todo: str = "", **numbers: Any
 ) -> dict[str, Any]:
-    return {"name": "lume_final", "status": status, "finding": finding, "meaning": meaning,
-            "todo": todo, "numbers": {k: v for k, v in numbers.items() if v is not None}}  # fmt: skip
+    """One check as a validity block records it (this gate's and validity.py's): its name,
+    status, what was found, what it means, what to do, and the numbers read (None left out)."""
+    return {
+        "name": name,
+        "status": status,
+        "finding": finding,
+        "meaning": meaning,
+        "todo": todo,
+        "numbers": {k: v for k, v in numbers.items() if v is not None},
+    }

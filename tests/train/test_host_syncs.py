@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from forgetbench.device import configure
 from forgetbench.methods.base import build_method
 from forgetbench.methods.refusals import REFUSALS
+from forgetbench.modeling import packing
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import QARecord
+from forgetbench.train import loop
 from forgetbench.train.items import build_items, collate_items, with_reference_logps
 from forgetbench.train.loop import NonFiniteLoss, train_loop
 from forgetbench.train.loop_config import LoopConfig
@@ -73,8 +76,34 @@ def _train(method_name: str, out: Path, counter: SyncCounter | None, **options):
     return result, steps
 
 
-@pytest.mark.parametrize("method", ["grad_diff", "npo", "pdu"])
+PACKED_BATCHES: list[bool] = []
+
+
+def counted_packing(wrap):
+    """packing_collate, noting that the loop packed (so the padding-free case cannot pass
+    padded)."""
+
+    def wrapped(collate_fn):
+        packed = wrap(collate_fn)
+
+        def collate(examples):
+            batch = packed(examples)
+            PACKED_BATCHES.append(packing.PACKED in batch["forget"])
+            return batch
+
+        return collate
+
+    return wrapped
+
+
+@pytest.mark.parametrize("method", ["grad_diff", "npo", "pdu", "npo-padding-free"])
 def test_one_host_read_per_optimizer_step(method, tmp_path, monkeypatch):
+    packed = method.endswith("-padding-free")
+    PACKED_BATCHES.clear()
+    if packed:  # packed batches run the same reads: packing is made on the host
+        method = method.removesuffix("-padding-free")
+        configure("cpu", padding_free=True)
+        monkeypatch.setattr(loop, "packing_collate", counted_packing(packing.packing_collate))
     counter = SyncCounter(monkeypatch)
     result, calls_after_step = _train(method, tmp_path, counter)
     assert result.steps == 2
@@ -82,6 +111,7 @@ def test_one_host_read_per_optimizer_step(method, tmp_path, monkeypatch):
     # the loop's one read; PDU's dual update reads its state once more (a host float by design)
     allowed = 2 if method == "pdu" else 1
     assert all(n <= allowed for n in per_step), counter.calls
+    assert ([True] * 6 if packed else []) == PACKED_BATCHES
     rows = [json.loads(line) for line in (tmp_path / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     assert all(isinstance(r["forget_nll"], float) and r["tokens_per_s"] > 0 for r in rows)

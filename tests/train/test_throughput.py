@@ -10,6 +10,7 @@ from transformers import AutoTokenizer
 
 from forgetbench.cli import main
 from forgetbench.data.tofu import load_tofu
+from forgetbench.device import configure
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.train.loop_config import LoopConfig
 from forgetbench.train.mini import TEMPLATE
@@ -145,6 +146,18 @@ def test_length_grouped_batches_pad_less_with_both_trainers(report, tmp_path):
     assert r["tokens"] == {"real": sum(lengths), "padded": grouped}
     assert grouped < padded(epoch_order(plain, 32, 0))
     assert r["losses_agree"] and r["max_loss_diff"] <= 1e-5
+
+
+def test_padding_free_batches_lose_what_hf_trainers_padded_ones_do(report, tmp_path):
+    """`model.padding_free=true`: our loop packs each micro-batch into one row, HF's Trainer
+    pads the same batches; every step's loss agrees to float32 rounding."""
+    tokenizer, examples = _first_questions(report)
+    config = LoopConfig(lr=1e-3, epochs=1, batch_size=8, per_device_batch_size=4)
+    configure("cpu", padding_free=True)
+    r = _throughput(tokenizer, examples[:16], config, tmp_path)  # 2 steps
+    assert r["padding_free"] and r["padding"]["share"] > 0.05  # there was padding to leave out
+    assert r["losses_agree"] and r["max_loss_diff"] <= 1e-5
+    assert report[1]["padding_free"] is False  # the CPU's default
 
 
 def test_the_cpu_profile_of_both_trainers_and_rates_after_it(report, tmp_path):

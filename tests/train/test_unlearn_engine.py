@@ -151,7 +151,7 @@ def test_a_method_that_selects_no_parameter_is_refused_by_name():
         beyond.select_trainable(model)
 
 
-# --- Inputs of the methods added in issue 20 -------------------------------------------------
+# --- Alternate answers (altpo) and forget logits (ce_u, pdu, undial): inputs beyond log-probs --
 
 
 def _with_alternates(records: list[QARecord]) -> list[QARecord]:

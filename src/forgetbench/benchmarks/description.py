@@ -144,10 +144,17 @@ class CorpusBenchmark:
     choose: Callable[[Path, Any], Mapping[str, Texts]] | None = None
     # The options of its own section that `choose` reads (`forgetbench run` refuses the rest).
     options: tuple[str, ...] = ()
+    # Where its evaluation task scores one forget set (RWKU's probes are of one target): the sets
+    # `forgetbench eval` scores, one evaluation each, from a folder and the config, and the
+    # options of its own section that choose them (rwku.targets). None = one evaluation of the
+    # folder's own sets (MUSE, WMDP).
+    eval_sets: Callable[[Path, Any], list[str]] | None = None
+    eval_choose: tuple[str, ...] = ()
     # A method's own forget records of a forget set, from the inputs the method reads, with the
     # refusals it draws from (empty: the run's own), where the folder has them (RWKU's pair and
     # reject corpora, for DPO and rejection tuning); None = the set's text chunks.
-    method_forget: Callable[[Path, str, frozenset[str]], MethodForget | None] | None = None
+    # The config is the run's (RWKU reads rwku.corpus_model).
+    method_forget: Callable[[Path, str, frozenset[str], Any], MethodForget | None] | None = None
     # Its evaluation puts an instructed method's instruction before each prompt (RWKU's, as its
     # `use_prompt` does), so in-context unlearning (icu) is scored, not the unchanged model.
     instructs: bool = False

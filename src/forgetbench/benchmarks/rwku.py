@@ -21,10 +21,12 @@ from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
 from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_digest
 from forgetbench.data.rwku_corpus import (
     BATCH_PREFIX,
+    CORPUS_MODELS,
     batch_split,
     corpus_refusals,
     forget_corpus,
     method_corpus,
+    require_corpus,
     select_targets,
     split_targets,
 )
@@ -46,22 +48,26 @@ def _rwku_sets(folder: Path) -> dict[str, Texts]:
     }
 
 
-def _rwku_batch(folder: Path, split: str) -> list[str]:
-    return [
-        r.text for t in split_targets(folder, split) for r in load_rwku(folder, t.name, "positive")
-    ]
+def _rwku_batch(folder: Path, split: str, stem: str = "positive") -> list[str]:
+    return [r.text for t in split_targets(folder, split) for r in load_rwku(folder, t.name, stem)]
 
 
 def _rwku_chosen(folder: Path, config: Any) -> dict[str, Texts]:
     """The forget sets of the targets rwku.targets names, in the order named (every target when
-    unset): single-target unlearning, one run per target; with rwku.batch one forget set of
-    them all (`batch_split`), their forget corpora one after the other."""
+    unset): single-target unlearning, one run per target, each on the positive texts of the
+    model rwku.corpus_model names (`positive_phi.json`: Phi-3's; a target without them is
+    refused here, before any work), or on those the original model writes (rwku.corpus
+    generated: `positive.json` of that folder); with rwku.batch one forget set of them all
+    (`batch_split`), their forget corpora one after the other."""
     targets = select_targets(folder, config.rwku.targets)
+    stem = "positive"
+    if config.rwku.corpus == "given":
+        require_corpus(targets, config.rwku.corpus_model)
+        stem += CORPUS_MODELS[config.rwku.corpus_model]
     if config.rwku.batch:
         split = batch_split(targets)
-        return {split: partial(_rwku_batch, split=split)}
-    every = _rwku_sets(folder)
-    return {t.folder.name: every[t.folder.name] for t in targets}  # type: ignore[union-attr]
+        return {split: partial(_rwku_batch, split=split, stem=stem)}
+    return {t.folder.name: partial(_rwku_stem, stem, target=t.folder.name) for t in targets}  # type: ignore[union-attr]
 
 
 def _rwku_batch_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -91,15 +97,27 @@ def _rwku_batch_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return means + expanded
 
 
-def _rwku_method_forget(folder: Path, split: str, inputs: frozenset[str]) -> MethodForget | None:
+def _rwku_eval_sets(folder: Path, config: Any) -> list[str]:
+    """The targets rwku.targets names, by folder: what `forgetbench eval` scores, one by one
+    (an evaluation reads no forget corpus, so none is asked of the folder)."""
+    return [t.folder.name for t in select_targets(folder, config.rwku.targets)]  # type: ignore[union-attr]
+
+
+def _rwku_method_forget(
+    folder: Path, split: str, inputs: frozenset[str], config: Any
+) -> MethodForget | None:
     """The corpus RWKU's scripts give a method reading `inputs` (`method_corpus`): a method
     that prefers an answer to the forget text (dpo) trains on the target's `pair.json`, one that
     trains toward a refusal alone (idk with retain_weight 0: rejection tuning) on `reject.json`
-    with its refusals; None for every other, which forgets `positive.json` as text."""
+    with its refusals (`pair_phi.json`, `reject_phi.json` with rwku.corpus_model=phi3); None for
+    every other, which forgets the positive texts as text."""
     corpus = method_corpus(inputs)
     if corpus == "positive":
         return None
-    records = forget_corpus(folder, split_targets(folder, split), corpus)
+    # The corpus the original model wrote is in plain names (`positive.json`), whoever's the
+    # given files are.
+    model = config.rwku.corpus_model if config.rwku.corpus == "given" else "llama3"
+    records = forget_corpus(folder, split_targets(folder, split), corpus, model=model)
     return records, corpus_refusals(records) if corpus == "reject" else ()
 
 
@@ -203,11 +221,15 @@ def rwku() -> CorpusBenchmark:
             "rwku.targets",
             "rwku.batch",
             "rwku.corpus",
+            "rwku.corpus_model",
             "rwku.generate_texts",
             "rwku.generate_questions",
             "rwku.generate_max_new_tokens",
             "rwku.openings_file",
         ),  # fmt: skip
+        eval_options=("rwku_utility",),
+        eval_sets=_rwku_eval_sets,
+        eval_choose=("rwku.targets",),
         method_forget=_rwku_method_forget,
         instructs=True,
         written_corpus=_rwku_written,

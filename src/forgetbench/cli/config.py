@@ -107,13 +107,26 @@ def _refuse_unused(
 
         # The options of the benchmark's own section that its study reads (RWKU's targets).
         unused.update(dict.fromkeys(corpus_benchmark(config.benchmark.name).options))  # type: ignore[union-attr]
+    reads_utility = False  # eval.rwku_utility: read by RWKU's evaluation alone
     if command == "eval" and config.benchmark.name in DOCUMENT_BENCHMARKS:
+        from forgetbench.benchmarks.corpus import corpus_benchmark
+
         name = config.benchmark.name
+        bench = corpus_benchmark(name)
+        assert bench is not None
+        # The options that choose the sets eval scores one by one (RWKU's targets).
+        unused.update(dict.fromkeys(bench.eval_choose))
+        reads_utility = "rwku_utility" in bench.eval_options
         unused["benchmark.split"] = (
             f"{name} is scored on its folder's own sets, and has no TOFU split"
         )
         unused["eval.probes"] = (
             f"the generalisation probes are TOFU-layout questions, which {name} has none of"
+        )
+    if not reads_utility:
+        unused["eval.rwku_utility"] = (
+            "it chooses how 'forgetbench eval --benchmark rwku' scores RWKU's utility (the RWKU "
+            "study scores RWKU's own utility sets)"
         )
     typed = [(option, key) for key, (option, _) in given.items()]
     typed += [(key, key) for key in (o.partition("=")[0] for o in args.overrides)]
@@ -197,10 +210,9 @@ def _refuse_unread_refusals(command: str, config: RunConfig) -> None:
     if command == "unlearn":
         chosen = {config.unlearn.method: dict(config.method)}
     else:
-        settings = config.study.method_settings
-        chosen = {
-            m: dict(settings[m].options) if m in settings else {} for m in config.study.methods
-        }
+        from forgetbench.study.unlearn import method_config
+
+        chosen = {m: dict(method_config(config, m).method) for m in config.study.methods}
     if not any(reads_refusals(name, options) for name, options in chosen.items()):
         methods = ", ".join(chosen)
         raise ConfigError(
@@ -319,7 +331,10 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     ignore = ("sweep",) if command == "sweep" else ()
     # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
     # commands read the model and the data from the config alone.
-    config = _retain_log_flag(args, load_config(args.config, args.overrides, values, ignore=ignore))
+    # A study's method.* options are for its methods (study.methods), not unlearn.method.
+    study = command == "run" or (command == "bench" and args.target == "study")
+    loaded = load_config(args.config, args.overrides, values, ignore=ignore, study=study)
+    config = _retain_log_flag(args, loaded)
     if command != "config":
         _refuse_unused(args, config, given)
     # Torch only now: a config that does not validate is refused in a moment.
@@ -333,6 +348,7 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
         gradient_checkpointing=config.model.gradient_checkpointing,
         compile=config.model.compile,
         liger_kernel=config.model.liger_kernel,
+        padding_free=config.model.padding_free,
         sharding=config.model.sharding,
     )
     if command in ("finetune", "unlearn", "run", "sweep"):

@@ -19,7 +19,7 @@ from forgetbench.study.given import given_data, given_model
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     from forgetbench.report.tables import lume_mmlu_notes
-    from forgetbench.study.evaluate import eval_command
+    from forgetbench.study.eval_command import eval_command
     from forgetbench.study.pool import quiet_transformers
 
     quiet_transformers()
@@ -36,10 +36,13 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         config, out=out, retain_log=args.retain_log, progress=progress(args), quiet=args.json
     )
     scores = summary["scores"]
-    if not args.json:
+    if not args.json and "splits" in summary:
+        _print_sets(model, scores)
+        print(f"per-item logs and summary of each: {out}/<name>; all of them: {out}")
+    elif not args.json:
         _print_scores(model, args.retain_log, scores)
         print(f"per-question logs and summary: {out}")
-    for note in lume_mmlu_notes([scores]):
+    for note in [] if "splits" in summary else lume_mmlu_notes([scores]):
         print(f"warning: {note}", file=sys.stderr)
     return summary
 
@@ -65,6 +68,23 @@ def _print_scores(model: str, retain_log: str | None, scores: dict[str, Any]) ->
         print(f"candidate: {model}")
     if rows:
         print_rows(rows, title="other scores" if shown else "scores")
+
+
+def _print_sets(model: str, scores: dict[str, dict[str, Any]]) -> None:
+    """Each set's scores as the study's tables lay out its rows (RWKU's, per target: the main
+    scores, then the adversarial probes per attack), the model's row named "model"."""
+    from forgetbench.report.console import print_rows
+    from forgetbench.report.rwku import print_rwku
+
+    print(f"model: {model}")
+    print_rwku([{"split": name, "method": "model", "step": 0, **s} for name, s in scores.items()])
+    # Utility through lm-eval (eval.rwku_utility=lm_eval) is the model's, the same for every set.
+    utility = {k: v for s in scores.values() for k, v in s.items() if k.startswith("lm_eval/")}
+    if utility:
+        rows = [
+            {"score": k, "value": _cell(v)} for k, v in sorted(utility.items()) if k.count("/") == 2
+        ]
+        print_rows(rows, title="utility through lm-eval (every set)")
 
 
 def _cell(value: Any) -> str:

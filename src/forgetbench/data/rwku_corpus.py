@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from forgetbench.data.rwku import Target, find_target, load_rwku, load_targets
-from forgetbench.errors import ConfigError, UnknownNameError
+from forgetbench.errors import ConfigError, DataError, UnknownNameError
 from forgetbench.records import QARecord
 
 # Which corpus a method trains on in RWKU's scripts (run_{ga,npo,dpo,rt}.sh; run_ga_passage.sh).
@@ -91,6 +91,29 @@ def forget_corpus(
     stem = corpus if corpus == "passage" else corpus + CORPUS_MODELS[model]
     # By name in `source`: a target chosen from RWKU's files also names its generated corpus.
     return [record for t in targets for record in load_rwku(source, t.name, stem)]
+
+
+def require_corpus(targets: Sequence[Target], model: str) -> None:
+    """Every target's folder holds the forget corpora `model` wrote (RWKU writes each model's
+    four files together: `positive`, `negative`, `pair`, `reject`, with `_phi` for Phi-3's), or
+    one DataError naming the targets without them. Targets read from the Hub are not checked
+    here: the Hub holds both models' corpora."""
+    if model not in CORPUS_MODELS:
+        raise UnknownNameError("RWKU corpus model", model, CORPUS_MODELS)
+    names = [f"{c}{CORPUS_MODELS[model]}.json" for c in ("positive", "negative", "pair", "reject")]
+    lacking = [
+        t.folder.name
+        for t in targets
+        if t.folder is not None and not all((t.folder / n).is_file() for n in names)
+    ]
+    if lacking:
+        folder = next(t.folder for t in targets if t.folder is not None).parent  # type: ignore[union-attr]
+        raise DataError(
+            f"rwku.corpus_model={model} reads {', '.join(names)} in each target's folder, and "
+            f"{', '.join(lacking)} in {folder} lack them",
+            f"write them with RWKU's process/data_process.py, or choose another rwku.corpus_model "
+            f"(one of {', '.join(CORPUS_MODELS)})",
+        )
 
 
 def corpus_refusals(records: Sequence[QARecord]) -> tuple[str, ...]:

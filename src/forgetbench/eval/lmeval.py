@@ -25,7 +25,8 @@ from forgetbench.modeling.loading import load_tokenizer
 INSTALL_HINT = "pip install 'forgetbench[lmeval]'"
 DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "auto")
 # Metrics we report per task or group; lm-eval keys them "<metric>,<filter>" ("acc,none").
-METRICS: tuple[str, ...] = ("acc", "acc_norm")
+# exact_match: the generative tasks' (BBH's chain of thought, TriviaQA's short answers).
+METRICS: tuple[str, ...] = ("acc", "acc_norm", "exact_match")
 
 
 def lm_eval_utility(
@@ -45,7 +46,7 @@ def lm_eval_utility(
 
     Returns `{"<task>/acc": x, "<task>/acc_norm": y}` for every task and group lm-eval reports
     (for `mmlu`: the group, its four categories and the 57 subjects); `acc_norm` only where the
-    task defines it. `num_fewshot=None` keeps each task's own default (0 when it has none);
+    task defines it, `exact_match` for a generative task (bbh, triviaqa). `num_fewshot=None` keeps each task's own default (0 when it has none);
     `limit` caps the documents per task (for smoke runs only: the numbers are then not MMLU's).
     `device=None` is the configured `model.device`. On a non-main rank of a multi-process
     launch lm-eval returns nothing and so do we (`{}`).
@@ -193,11 +194,11 @@ def _accuracies(results: dict[str, Any], tasks: list[str]) -> dict[str, float]:
             value = metrics[key]
             if isinstance(value, int | float):
                 out[f"{name}/{metric}"] = float(value)
-    missing = [t for t in tasks if f"{t}/acc" not in out and t in table]
+    missing = [t for t in tasks if t in table and not any(f"{t}/{m}" in out for m in METRICS)]
     if missing:
         raise ConfigError(
             f"lm-eval task '{missing[0]}' reports no accuracy (metrics: "
             f"{', '.join(k for k in table[missing[0]] if k != 'alias')})",
-            "use a multiple-choice task whose metric_list includes acc",
+            "use a task whose metric_list includes acc or exact_match",
         )
     return out

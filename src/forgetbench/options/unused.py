@@ -56,6 +56,7 @@ UNUSED: dict[str, dict[str, str | None]] = {
         "model.gradient_checkpointing": "eval trains nothing",
         "model.compile": "eval trains nothing (eval.compile_generation compiles generation)",
         "model.liger_kernel": "eval trains nothing",
+        "model.padding_free": "eval trains nothing",
         "model.size": "it shapes only the built-in model; eval scores the given --model",
     },
     "sanity": {
@@ -187,11 +188,10 @@ UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
 # rwku.* is read by the RWKU study alone (docs/rwku.md): every other command refuses it.
 for _command, _unused in UNUSED.items():
     _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")
-# The RWKU study reads its `CorpusBenchmark.options`; the rest is not run yet.
+# The RWKU study reads every rwku.* option (its `CorpusBenchmark.options`); another benchmark's
+# study none.
 UNUSED["run"]["rwku"] = (
-    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets, rwku.batch, "
-    "rwku.corpus and the generation options alone; the Phi-3 corpora are not run by it yet "
-    "(docs/rwku.md, 'Settings')"
+    "rwku.* is read by the RWKU study alone ('forgetbench run --benchmark rwku', docs/rwku.md)"
 )
 
 

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.figure import (
+    _new_figure,
+    _no_data,
+    _panel_grid,
+    _style,
+    _svg,
+    _text,
+    method_styles,
+)
 from forgetbench.report.plots import _REFERENCE_STYLE, _figure_legend, _method_lines, _series
 from forgetbench.rows import Row, number, reference, trajectory
 
@@ -47,15 +55,8 @@ def score_curves(
     (black, grey), `chance` a dotted one."""
     styles = method_styles(rows)
     with _style():
-        cols = min(len(panels), 3) or 1
-        lines = -(-len(panels) // cols) or 1
-        fig = _new_figure(3.4 * cols + 1.8, 2.9 * lines + 0.6)
-        axes = fig.subplots(lines, cols, squeeze=False)
-        for index, ax in enumerate(a for line in axes for a in line):
-            if index >= len(panels):
-                ax.set_visible(False)
-                continue
-            key, panel_title = panels[index]
+        fig, axes, drawn_on = _panel_grid(len(panels), width=3.4, margin=1.8)
+        for ax, (key, panel_title) in zip(drawn_on, panels, strict=True):
             drawn = _method_lines(ax, rows, split, styles, key)
             for model, colour in _LINES.items():
                 row = reference(rows, split, model)

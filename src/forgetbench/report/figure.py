@@ -14,7 +14,7 @@ import io
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import matplotlib.style
@@ -78,6 +78,22 @@ def _new_figure(width: float, height: float, *, layout: str | None = "constraine
     # A bare Figure, never pyplot: no global figure registry, no GUI backend, nothing to close.
 
     return Figure(figsize=(width, height), layout=layout)
+
+
+def _panel_grid(
+    count: int, *, width: float, margin: float, sharey: bool = False
+) -> tuple[Figure, Any, list[Any]]:
+    """A figure for `count` panels of `width` inches, at most three to a line, with `margin`
+    inches beside them for the legend: the figure, its grid of axes (for the legend) and the
+    `count` panels, the grid's spare axes hidden."""
+    cols = min(count, 3) or 1
+    lines = -(-count // cols) or 1
+    fig = _new_figure(width * cols + margin, 2.9 * lines + 0.6)
+    axes = fig.subplots(lines, cols, sharey=sharey, squeeze=False)
+    panels = [ax for line in axes for ax in line]
+    for ax in panels[count:]:
+        ax.set_visible(False)
+    return fig, axes, panels[:count]
 
 
 def _svg(fig: Figure, name: str) -> str:

@@ -8,7 +8,6 @@ each method's colours and the deterministic, id-scoped SVG are `report/figure.py
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +15,15 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from forgetbench.config_names import FORMATS
-from forgetbench.report.figure import _new_figure, _no_data, _style, _svg, _text, method_styles
+from forgetbench.report.figure import (
+    _new_figure,
+    _no_data,
+    _panel_grid,
+    _style,
+    _svg,
+    _text,
+    method_styles,
+)
 from forgetbench.rows import (
     REFERENCE_METHODS,
     UTILITY_RATIO,
@@ -265,16 +272,9 @@ def mia_curves(rows: Sequence[Row], split: str, *, attacks: Sequence[str] | None
     # Steps (`_method_lines`), as in every other trajectory plot: one x unit across the report.
     retain = reference(rows, split, "retain")
     with _style():
-        ncols = min(3, max(len(panels), 1))
-        nrows = max(math.ceil(len(panels) / ncols), 1)
-        fig = _new_figure(3.3 * ncols + 1.6, 2.9 * nrows + 0.6)
         # AUCs and utility all lie in [0, 1]: one y range, so panels compare at a glance.
-        axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False)
-        for index, ax in enumerate(a for line in axes for a in line):
-            if index >= len(panels):
-                ax.set_visible(False)
-                continue
-            key, title = panels[index]
+        fig, axes, drawn_on = _panel_grid(len(panels), width=3.3, margin=1.6, sharey=True)
+        for ax, (key, title) in zip(drawn_on, panels, strict=True):
             drawn = _method_lines(ax, rows, split, styles, key)
             if retain is not None and (value := number(retain, key)) is not None:
                 ax.axhline(

@@ -154,6 +154,7 @@ def corpus_data(config: RunConfig, bench: CorpusBenchmark, mini: Miniature) -> P
         return Path(given)
     folder = mini.data / bench.miniature_folder
     bench.require(folder)
+    bench.chosen_sets(folder, config)  # what the run chooses of it, refused before any training
     return folder
 
 
@@ -232,6 +233,7 @@ def run_corpus_study(
     refuse_unread_options(config, bench)
     if given_data(config) is not None:
         bench.require(Path(given_data(config)))  # type: ignore[arg-type]  # before any output
+        bench.chosen_sets(Path(given_data(config)), config)  # type: ignore[arg-type]
         for note in bench.notes(Path(given_data(config))):  # type: ignore[arg-type]
             print(f"note: {note}", file=sys.stderr)
     model = given_model(config)

@@ -5,15 +5,13 @@ already in its folder, computed and written (logs first, summary last) when not.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forgetbench import __version__
-from forgetbench.benchmarks.corpus import CorpusBenchmark, corpus_benchmark
+from forgetbench.benchmarks.corpus import CorpusBenchmark
 from forgetbench.cache import shared_entry
 from forgetbench.config import RunConfig
 from forgetbench.config_sections import EvalConfig, ModelConfig
@@ -23,10 +21,7 @@ from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.runner import SUMMARY_NAME, relative_scores, tofu_root
 from forgetbench.eval.tasks.lume import lume_final_scores
 from forgetbench.io import read_json
-from forgetbench.metrics import METRICS
-from forgetbench.modeling.loading import load_tokenizer
-from forgetbench.modeling.templates import resolve_template
-from forgetbench.study.given import given_data, given_model, recorded_benchmark
+from forgetbench.study.given import given_data
 from forgetbench.study.inputs import Study
 
 # Scores computed from the model's own scores and log (forget quality against a retain log,
@@ -57,11 +52,14 @@ def evaluate_cached(
     tasks: tuple[str, ...] | None = None,
     on_task: Callable[[str, int, int], None] | None = None,
     instruction: str | None = None,
+    load: Callable[[], tuple[Any, Any]] | None = None,
 ) -> Evaluated:
     """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
     user names and owns); otherwise it is a link to the shared cache's entry of the same key.
     `tasks`: run only these evaluation tasks (a shadow model needs only "mia"). `instruction`:
-    an instructed method's, put before every prompt (`EvalSetup.instruction`) and in the key."""
+    an instructed method's, put before every prompt (`EvalSetup.instruction`) and in the key.
+    `load`: gives the (model, tokenizer) of `model_dir` where the caller holds it already loaded
+    (an evaluation of several sets of one model loads it once)."""
     from forgetbench.eval.runner import (
         cached_evaluation,
         evaluate_model,
@@ -78,8 +76,10 @@ def evaluate_cached(
         cached = cached_evaluation(folder, key)
         if cached is not None:
             return Evaluated(cached[0], cached[1], folder)
-        loaded, tokenizer = load_model(
-            model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code
+        loaded, tokenizer = (
+            load()
+            if load is not None
+            else load_model(model_dir, dtype=model.dtype, trust_remote_code=model.trust_remote_code)
         )
         phases: dict[str, float] = {}
         log, scores, extra = evaluate_model(
@@ -92,78 +92,6 @@ def evaluate_cached(
         info = info if info is not None else {"model": str(model_dir), "split": split}
         write_evaluation(folder, key, log, scores, extra, info)
         return Evaluated(log, scores, folder, phases)
-
-
-def eval_command(
-    config: RunConfig, *, out: Path, retain_log: str | None, progress: bool, quiet: bool
-) -> dict[str, Any]:
-    """`forgetbench eval`: every metric of the config's model on its data and split, written to
-    `out` (never over a finished evaluation), with forget quality against `retain_log`, the
-    lm-eval tasks and LUME's final score. `progress`: a line per task on stderr, on a terminal;
-    `quiet`: no notes either. Returns the summary: the scores and what they were measured on."""
-    model, data = given_model(config), given_data(config)
-    assert model is not None and data is not None  # the command requires --model and --data
-    if (out / SUMMARY_NAME).exists():
-        raise ConfigError(
-            f"{out / SUMMARY_NAME} already exists",
-            "pass another --out; finished evaluations are never overwritten",
-        )
-    # eval always scores given data, so the default benchmark name (mini) means a TOFU-layout
-    # folder (every task reads "mini" and "tofu" alike), and the summary records it as tofu.
-    benchmark = recorded_benchmark(config)
-    documents = corpus_benchmark(benchmark)
-    # Read before the work, so a bad path fails at once.
-    reference = read_reference(retain_log) if documents is None else (None, None)
-    info = {
-        "model": model,
-        "data": data,
-        "benchmark": benchmark,
-        "split": config.benchmark.split,
-        "retain_log": retain_log,
-        "forgetbench": __version__,
-        "metric_versions": {name: m.version for name, m in METRICS.items()},
-        "config": config.model_dump(),
-    }
-    if documents is not None:
-        extend = document_extension(documents, retain_log, config)
-        documents.require(Path(data))
-        # What the scores were measured on, wherever the folder lies: a study given this
-        # evaluation as its retain log checks it is of the study's data (`retain_summary`).
-        info["data_digest"] = documents.digest(Path(data))
-        for note in [] if quiet else documents.notes(Path(data)):
-            print(f"note: {note}", file=sys.stderr)
-        benchmark = documents.eval_layout
-    else:
-        extend = eval_extension(config, model, reference)
-        if benchmark != "lume":
-            require_eval_files(config, Path(data), quiet=quiet)
-    tokenizer = load_tokenizer(model, trust_remote_code=config.model.trust_remote_code)
-    study = Study(
-        data=Path(data),
-        finetuned=Path(model),
-        base=None,
-        retain={},
-        template=resolve_template(config.model.template, tokenizer, model),
-        max_length=config.train.max_length,
-        unlearn_defaults=_no_unlearning,
-        benchmark=benchmark,
-    )
-    started = time.perf_counter()
-
-    def on_task(name: str, k: int, n: int) -> None:
-        # On a terminal, like the training bars: a log or a pipe gets the result lines only.
-        if progress and sys.stderr.isatty():
-            print(
-                f"eval {config.benchmark.split}: task {k}/{n} {name} "
-                f"({time.perf_counter() - started:.0f} s so far)",
-                file=sys.stderr, flush=True,
-            )  # fmt: skip
-
-    scores = evaluate_cached(
-        model, study, split=config.benchmark.split, eval_config=config.eval, folder=out,
-        model=config.model, info=info, extend=extend, shared=False, on_task=on_task,
-    ).scores  # fmt: skip
-    return {"scores": scores, "out": str(out), **info}
 
 
 Reference = tuple[EvalLog | None, dict[str, Any] | None]
@@ -319,11 +247,6 @@ def document_extension(
         return bench.relative_scores(scores, retain_scores) if retain_scores is not None else {}
 
     return extend
-
-
-def _no_unlearning(name: str) -> tuple[Any, dict[str, object]]:
-    # `forgetbench eval` scores a model and unlearns nothing: there are no unlearning defaults.
-    return None, {}
 
 
 def require_eval_files(config: RunConfig, data: Path, *, quiet: bool) -> None:

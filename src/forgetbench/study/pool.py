@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+from collections.abc import Sequence
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 from transformers.utils import logging
 
 from forgetbench.config import RunConfig
-from forgetbench.device import default_device
+from forgetbench.device import DEVICE_ENV, default_device
 from forgetbench.eval.distributed import process_layout
 from forgetbench.methods.plugins import load_plugins, loaded_plugins
 
@@ -53,7 +54,12 @@ _interrupted = False
 
 
 def _init_worker(
-    threads: int, stop: Any, plugins: tuple[str, ...] = (), environ: dict[str, str] | None = None
+    threads: int,
+    stop: Any,
+    plugins: tuple[str, ...] = (),
+    environ: dict[str, str] | None = None,
+    devices: tuple[str, ...] = (),
+    started: Any = None,
 ) -> None:
 
     global _stop
@@ -62,6 +68,11 @@ def _init_worker(
         # the parent's now (the device, precision and cache it configured) is what a job must see.
         os.environ.clear()
         os.environ.update(environ)
+    if devices:  # a placement on the GPU and the CPU: the i-th worker started takes devices[i]
+        with started.get_lock():
+            index = started.value
+            started.value += 1
+        os.environ[DEVICE_ENV] = devices[index % len(devices)]
     _stop = stop
     signal.signal(signal.SIGINT, _on_interrupt)
     torch.set_num_threads(threads)
@@ -111,15 +122,16 @@ def _worker_context() -> Any:
 class _WorkerPool:
     """A process pool whose queued jobs never start once it shuts down or is interrupted."""
 
-    def __init__(self, workers: int, threads: int) -> None:
+    def __init__(self, workers: int, threads: int, devices: tuple[str, ...] = ()) -> None:
 
         context = _worker_context()
         self._stop = context.Event()
+        started = context.Value("i", 0)
         self._executor = ProcessPoolExecutor(
             workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(threads, self._stop, loaded_plugins(), dict(os.environ)),
+            initargs=(threads, self._stop, loaded_plugins(), dict(os.environ), devices, started),
         )
         self.workers = workers
 
@@ -142,7 +154,11 @@ def study_workers(config: RunConfig, model: str | None) -> int:
     return os.cpu_count() or 1
 
 
-def make_pool(workers: int) -> Any:
-    if workers <= 1:
+def make_pool(workers: int, devices: Sequence[str] = ()) -> Any:
+    """`workers` processes splitting the cores; `devices`, one per worker, places each (a
+    study's `Placement`: some on the GPU, the rest one thread each on the CPU)."""
+    if workers <= 1 and len(set(devices)) <= 1:
         return InlinePool()
-    return _WorkerPool(workers, threads=max(1, (os.cpu_count() or 1) // workers))
+    return _WorkerPool(
+        workers, threads=max(1, (os.cpu_count() or 1) // workers), devices=tuple(devices)
+    )

@@ -10,6 +10,7 @@ each name."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from forgetbench.study.given import given_model, is_miniature, recorded_benchmar
 from forgetbench.study.inputs import Study
 from forgetbench.study.meta_eval import meta_evaluate
 from forgetbench.study.miniature import miniature
+from forgetbench.study.placement import Placement, miniature_placement, placed
 from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.resolved import resolve
 from forgetbench.study.sequence import sequence_rows
@@ -113,8 +115,25 @@ def run_tofu_study(
             "and sustainability), which this study does not read",
             "drop study.requests (this study's requests one after another are study.sequence)",
         )
-    workers = study_workers(config, model)
-    pool = make_pool(workers)
+    placement = miniature_placement(config, model)
+    workers = study_workers(config, model) if placement is None else placement.workers
+    if placement is not None:
+        print(placement.line(), file=sys.stderr)
+    with placed(placement):
+        return _run_placed(config, out, progress, started, model, workers, placement)
+
+
+def _run_placed(
+    config: RunConfig,
+    out: Path,
+    progress: bool,
+    started: float,
+    model: str | None,
+    workers: int,
+    placement: Placement | None,
+) -> dict[str, Any]:
+    both = placement is not None and placement.kind == "both"
+    pool = make_pool(workers, placement.devices() if both else ())
     reported = config
     peak_gpu: dict[str, float] = {}  # each unlearning run's peak GPU memory, in MiB
     reused: list[str] = []  # the unlearning runs taken from an earlier run's folder
@@ -193,6 +212,8 @@ def run_tofu_study(
         "scale": config.scale if model is None else None,
         "model": str(model or study.finetuned),
         "workers": workers,
+        # On a GPU machine, where the workers ran and the measurement that chose it.
+        **({"placement": placement.record()} if placement is not None else {}),
         "config": _dumped(reported),
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},

@@ -17,7 +17,7 @@ from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
 from forgetbench.eval.runner import tofu_root
-from forgetbench.methods.base import UnlearnMethod, build_method, get_method
+from forgetbench.methods.base import UnlearnMethod, build_method, get_method, method_options
 from forgetbench.methods.plugins import method_source
 from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling.loading import load_tokenizer
@@ -78,13 +78,13 @@ def document_sets(
     source = study.corpus or study.data
     # A method's own corpus where the benchmark has one for what it reads (`inputs`: RWKU's DPO
     # pairs, rejection tuning's questions and refusals), else the forget set's text chunks.
-    own = bench.method_forget(source, split, inputs) if bench.method_forget else None
+    own = bench.method_forget(source, split, inputs, config) if bench.method_forget else None
     if own is not None:
         return own[0], retain, own[1]
-    # The run's own forget sets first (an RWKU batch is one), then any set of the folder.
-    texts = bench.chosen_sets(study.data, config).get(split) or bench.forget_texts(
-        split, study.data
-    )
+    # The split's texts as the run's config chooses them (RWKU's targets, one or a batch, and
+    # rwku.corpus_model), else a request of a series.
+    chosen = bench.chosen_sets(study.data, config)
+    texts = chosen[split] if split in chosen else bench.forget_texts(split, study.data)
     return chunks(texts(source)), retain, ()
 
 
@@ -135,14 +135,18 @@ def unlearn_lora(config: RunConfig) -> dict[str, object] | None:
 
 
 def method_config(config: RunConfig, name: str, seed: int | None = None) -> RunConfig:
-    """The config one method's run reads: its `study.method_settings` over `unlearn.*` and
-    `method.*`, and `seed` (a `study.seeds` entry) as the loop's seed. Without either, `config`."""
+    """The config one method's run reads: the study's `method.*` options that the method has (a
+    study's options are for each of its methods that has them), its `study.method_settings` over
+    `unlearn.*` and those, and `seed` (a `study.seeds` entry) as the loop's seed."""
     settings = config.study.method_settings.get(name)
     update: dict[str, Any] = {}
+    own = {k: v for k, v in config.method.items() if k in method_options(name)}
+    if own != config.method:
+        update["method"] = own
     if settings is not None:
         loop = {k: v for k in ("lr", "epochs") if (v := getattr(settings, k)) is not None}
         update["unlearn"] = config.unlearn.model_copy(update=loop)
-        update["method"] = {**config.method, **settings.options}
+        update["method"] = {**own, **settings.options}
     if seed is not None:
         update["seed"] = seed
     return config.model_copy(update=update) if update else config

@@ -26,6 +26,7 @@ from accelerate.utils import DataLoaderConfiguration
 
 from forgetbench.device import model_device, precision
 from forgetbench.errors import ConfigError, ForgetbenchError, PluginError
+from forgetbench.modeling.packing import packing_collate, uses_padding_free
 from forgetbench.train import train_log
 from forgetbench.train.batches import (
     accumulation_steps,
@@ -143,6 +144,8 @@ def train_loop(
     # recommends, and both come before DDP and the optimizer: the parameters stay the same.
     if uses_liger(model, accelerator.device, enabled=settings.liger_kernel):
         apply_liger(model)
+    if uses_padding_free(model, accelerator.device, asked=settings.padding_free):
+        collate_fn = packing_collate(collate_fn)
     if sharded:  # before the optimizer: it must hold the shards that replace the parameters
         shard_model(model)
     if settings.compile:

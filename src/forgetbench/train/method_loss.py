@@ -57,7 +57,10 @@ class MethodLoss:
         fields: dict[str, Any] = {}
         needs = self.needs
         if needs & {"forget_logps", "forget_mask", "forget_logits", "forget_targets"}:
-            logits = forward_logits(model, batch["forget"])
+            # The full distributions a method reads (forget_logits, retain_logits) come from the
+            # padded batch: its padded positions' logits are the model's, not packing's zeros.
+            full = bool(needs & {"forget_logits", "forget_targets"})
+            logits = forward_logits(model, batch["forget"], padded=full)
             labels = batch["forget"]["labels"]
             fields["forget_logps"], fields["forget_mask"] = answer_token_logprobs(logits, labels)
             # Shifted like forget_logps: row t predicts token t+1.
@@ -65,10 +68,11 @@ class MethodLoss:
             fields["forget_targets"] = labels[:, 1:].masked_fill(~fields["forget_mask"], 0)
         if "ref_forget_logits" in needs:
             with torch.no_grad():
-                ref = forward_logits(self.frozen, batch["forget"])
+                ref = forward_logits(self.frozen, batch["forget"], padded=True)
             fields["ref_forget_logits"] = ref[:, :-1, :]
         if needs & {"retain_logps", "retain_mask", "retain_logits"}:
-            logits = forward_logits(model, batch["retain"])
+            full = "retain_logits" in needs
+            logits = forward_logits(model, batch["retain"], padded=full)
             fields["retain_logps"], fields["retain_mask"] = answer_token_logprobs(
                 logits, batch["retain"]["labels"]
             )
@@ -77,7 +81,9 @@ class MethodLoss:
             fields["retain_attention_mask"] = batch["retain"]["attention_mask"].bool()
         if "ref_retain_logits" in needs:
             with torch.no_grad():
-                fields["ref_retain_logits"] = forward_logits(self.frozen, batch["retain"])
+                fields["ref_retain_logits"] = forward_logits(
+                    self.frozen, batch["retain"], padded=True
+                )
         if needs & {"refusal_logps", "refusal_mask"}:
             fields["refusal_logps"], fields["refusal_mask"] = answer_token_logprobs(
                 forward_logits(model, batch["refusal"]), batch["refusal"]["labels"]

@@ -39,6 +39,7 @@ from forgetbench.device import (
 )
 from forgetbench.errors import ConfigError, ForgetbenchError
 from forgetbench.modeling.encoding import Encoded, collate
+from forgetbench.modeling.packing import uses_padding_free
 from forgetbench.profiling import StepProfiler
 from forgetbench.train.batches import accumulation_steps
 from forgetbench.train.loop import train_loop
@@ -122,6 +123,9 @@ def train_throughput(
     n_params = sum(p.numel() for p in model.parameters())
     device = model_device(model)
     compute_dtype = _compute_dtype(model)
+    # Whether our loop packs its batches (HF's Trainer is fed the padded ones): the same
+    # batches either way, so the tokens counted and the rates compared stay the same.
+    padding_free = uses_padding_free(model, device, asked=precision().padding_free)
     peak = matmul_peak_flop_per_s(device=device, dtype=compute_dtype)
     profile = device.type == "cuda" if profile is None else profile
     # Profiled steps after the first, leaving at least one unprofiled step to time.
@@ -165,6 +169,7 @@ def train_throughput(
         "per_device_batch_size": config.per_device_batch_size,
         "accumulation": accumulation,
         "group_by_length": config.group_by_length,
+        "padding_free": padding_free,
         "n_params": n_params,
         "device": str(device),
         "compute_dtype": _dtype_name(compute_dtype),

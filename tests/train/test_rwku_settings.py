@@ -6,16 +6,20 @@ and partial-layer unlearning, on the toy tokenizer's tiny model (a few steps eac
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from functools import partial
 
 import pytest
 import torch
 
 from forgetbench.config import load_config
 from forgetbench.data.rwku_corpus import (
+    batch_split,
     corpus_refusals,
     forget_corpus,
     method_corpus,
     select_targets,
+    split_targets,
     target_runs,
 )
 from forgetbench.errors import ConfigError, DataError
@@ -25,7 +29,12 @@ from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.loading import save_model
 from forgetbench.modeling.templates import PromptTemplate
 from forgetbench.records import PreferenceRecord, QARecord, TextRecord
-from forgetbench.train.generated_corpus import Generation, generate_corpus, unfabricated
+from forgetbench.train.generated_corpus import (
+    Generation,
+    corpus_key,
+    generate_corpus,
+    unfabricated,
+)
 from forgetbench.train.items import build_items, collate_items
 from forgetbench.train.loop import LoopConfig
 from forgetbench.train.unlearn import run_unlearning, unlearn_model
@@ -123,6 +132,10 @@ def test_targets_are_chosen_by_name_number_or_range_and_run_alone_or_together(tm
     assert [t.name for t in select_targets(root, ["2", "Alma_Rook", "1-2"])] == [b.name, a.name]
     assert target_runs([a, b], batch=False) == [[a], [b]]
     assert target_runs([a, b], batch=True) == [[a, b]]
+    # A batch's forget set is named by its targets' numbers and names them back.
+    assert batch_split([b, a]) == "batch_1-2" and split_targets(root, "batch_1-2") == [a, b]
+    assert split_targets(root, a.folder.name) == [a]
+    assert batch_split([replace(a, number=n) for n in (1, 2, 3, 5, 7, 8)]) == "batch_1-3,5,7-8"
     with pytest.raises(ConfigError, match="rwku.targets: '2-3'"):
         select_targets(root, ["2-3"])
     with pytest.raises(ConfigError, match="did you mean 'Alma Rook'"):
@@ -243,6 +256,12 @@ def test_the_model_writes_its_corpus_once_per_seed_in_rwkus_layout(tmp_path):
     written = record.stat().st_mtime_ns
     assert made(tmp_path / "a") == folder and record.stat().st_mtime_ns == written  # reused
     assert unfabricated("A totally made-up man, completely fictional tale.") == "A man, tale."
+    # The stage's key carries every generation setting (and its folder the data's own name).
+    key = partial(corpus_key, start, targets, TEMPLATE, ("No.", "Unsure."))
+    assert folder.parent.name == f"rwku-corpus-{key(g, 0)}"
+    assert len({key(g, 0), key(replace(g, texts=3), 0), key(replace(g, max_new_tokens=7), 0),
+                key(replace(g, openings=("A",)), 0), key(g, 1)}) == 5  # fmt: skip
+    assert sorted(p.name for p in folder.iterdir()) == [t.folder.name for t in targets]
 
 
 def test_a_study_that_cannot_instruct_refuses_icu(tmp_path, capsys):
@@ -253,7 +272,7 @@ def test_a_study_that_cannot_instruct_refuses_icu(tmp_path, capsys):
     assert "method icu unlearns by an instruction before each prompt" in capsys.readouterr().err
 
 
-def test_a_document_study_refuses_icu_too():
+def test_a_document_study_refuses_icu_unless_its_evaluation_instructs():
     from forgetbench.benchmarks.corpus import corpus_benchmark
     from forgetbench.study.corpus import refuse_document_methods
 
@@ -261,3 +280,36 @@ def test_a_document_study_refuses_icu_too():
     refuse_document_methods(bench, ["grad_ascent", "npo"])
     with pytest.raises(ConfigError, match="method icu unlearns by an instruction"):
         refuse_document_methods(bench, ["npo", "icu"])
+    refuse_document_methods(corpus_benchmark("rwku"), ["npo", "icu"])  # RWKU's task instructs
+
+
+def test_icus_instruction_reaches_every_rwku_prompt_and_the_evaluation_key(tmp_path):
+    """The instruction naming the target goes before every user message of RWKU's task and
+    before every MIA passage (scored whole, as RWKU's eval_mia scores it), and an instructed
+    evaluation of the same weights has a cache key of its own."""
+    from forgetbench.benchmarks.mini.released import write_released
+    from forgetbench.config_sections import EvalConfig
+    from forgetbench.eval.runner import evaluation_key
+    from forgetbench.eval.tasks.rwku import RwkuTask
+
+    data = tmp_path / "Target"
+    write_released(data, "rwku", scale="tiny")
+    split, name = "2_Leila_Mansour", "Leila Mansour"
+    icu = build_method("icu")
+    template = icu.instruction("{subject}")
+
+    def task(instruction):
+        return RwkuTask(data, split, template=TEMPLATE, tokenizer=toy_tokenizer(),
+                        max_length=4096, instruction=instruction)  # fmt: skip
+
+    plain, told = task(None), task(template)
+    said = icu.instruction(name)
+    assert said.startswith("You are an AI Assistant who is supposed to unlearn about Leila ")
+    for subset in ("forget", "neighbor", "mmlu", "bbh", "truthful", "triviaqa", "fluency"):
+        doc = plain.subsets[subset][0]
+        (before,), (after,) = plain.requests(subset, doc), told.requests(subset, doc)
+        assert after.prompt == said + before.prompt, subset
+    assert told.subsets["mia_fm"] == [said + t for t in plain.subsets["mia_fm"]]
+    assert told.subsets["mia_rm"][0].startswith(said)
+    key = partial(evaluation_key, tmp_path, data, split, EvalConfig(), "rwku", None)
+    assert key() == key(None) != key(template) != key(icu.instruction("{subject} "))

@@ -155,6 +155,16 @@ class CorpusBenchmark:
     # reject corpora, for DPO and rejection tuning); None = the set's text chunks.
     # The config is the run's (RWKU reads rwku.corpus_model).
     method_forget: Callable[[Path, str, frozenset[str], Any], MethodForget | None] | None = None
+    # Its evaluation puts an instructed method's instruction before each prompt (RWKU's, as its
+    # `use_prompt` does), so in-context unlearning (icu) is scored, not the unchanged model.
+    instructs: bool = False
+    # (run config, study, run folder) -> the folder of forget corpora, in the data's layout,
+    # that the model being unlearnt writes for the run (RWKU's rwku.corpus=generated: a cached
+    # stage), or None to read the data's own; unlearning then reads it (`Study.corpus`).
+    written_corpus: Callable[[Any, Any, Path], Path | None] | None = None
+    # The study's rows as results.json keeps them: a forget set scored on several parts at once
+    # (an RWKU batch, scored per target) as a row per part and its own; None = as they are.
+    split_rows: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
 
     def read_config(self, dumped: Mapping[str, Any]) -> dict[str, Any]:
         """A dumped run config cut to what a study of this benchmark reads: no TOFU splits,

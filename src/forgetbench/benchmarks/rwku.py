@@ -18,15 +18,19 @@ from forgetbench.benchmarks.description import (
 )
 from forgetbench.benchmarks.mini.generate import RELEASED_FOLDERS
 from forgetbench.benchmarks.mini.rwku_layout import KNOWLEDGE
-from forgetbench.data.rwku import find_target, load_rwku, load_targets, require_rwku, rwku_digest
+from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_digest
 from forgetbench.data.rwku_corpus import (
+    BATCH_PREFIX,
     CORPUS_MODELS,
+    batch_split,
     corpus_refusals,
     forget_corpus,
     method_corpus,
     require_corpus,
     select_targets,
+    split_targets,
 )
+from forgetbench.eval.tasks.rwku import TARGET_SEP
 from forgetbench.io import read_json_records
 
 
@@ -44,15 +48,53 @@ def _rwku_sets(folder: Path) -> dict[str, Texts]:
     }
 
 
+def _rwku_batch(folder: Path, split: str, stem: str = "positive") -> list[str]:
+    return [r.text for t in split_targets(folder, split) for r in load_rwku(folder, t.name, stem)]
+
+
 def _rwku_chosen(folder: Path, config: Any) -> dict[str, Texts]:
     """The forget sets of the targets rwku.targets names, in the order named (every target when
     unset): single-target unlearning, one run per target, each on the positive texts of the
-    model rwku.corpus_model names (`positive_phi.json`: Phi-3's); a target without them is
-    refused here, before any work."""
+    model rwku.corpus_model names (`positive_phi.json`: Phi-3's; a target without them is
+    refused here, before any work), or on those the original model writes (rwku.corpus
+    generated: `positive.json` of that folder); with rwku.batch one forget set of them all
+    (`batch_split`), their forget corpora one after the other."""
     targets = select_targets(folder, config.rwku.targets)
-    require_corpus(targets, config.rwku.corpus_model)
-    stem = "positive" + CORPUS_MODELS[config.rwku.corpus_model]
+    stem = "positive"
+    if config.rwku.corpus == "given":
+        require_corpus(targets, config.rwku.corpus_model)
+        stem += CORPUS_MODELS[config.rwku.corpus_model]
+    if config.rwku.batch:
+        split = batch_split(targets)
+        return {split: partial(_rwku_batch, split=split, stem=stem)}
     return {t.folder.name: partial(_rwku_stem, stem, target=t.folder.name) for t in targets}  # type: ignore[union-attr]
+
+
+def _rwku_batch_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A batch run's rows (split `batch_...`, scored on every target: `RwkuBatchTask`) as one row
+    per target, split the target's folder, then the batch's own row of the means over its
+    targets; each marked with the batch it belongs to (`rwku_batch`). Other rows as they are."""
+    means: list[dict[str, Any]] = []
+    per_target: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if not str(row["split"]).startswith(BATCH_PREFIX):
+            means.append(row)
+            continue
+        own = dict.fromkeys(  # in the row's order, so every target's row keeps the key order
+            k for k in row if TARGET_SEP in k and k.partition(TARGET_SEP)[2].startswith("rwku/")
+        )
+        common = {k: v for k, v in row.items() if k not in own and not k.startswith("rwku/")}
+        for key in own:
+            target, _, score = key.partition(TARGET_SEP)
+            found = per_target.setdefault(target, [])
+            if not found or found[-1]["_of"] is not row:
+                found.append({**common, "split": target, "rwku_batch": row["split"], "_of": row})
+            found[-1][score] = row[key]
+        means.append({**{k: v for k, v in row.items() if k not in own}, "rwku_batch": row["split"]})
+    expanded = [
+        {k: v for k, v in r.items() if k != "_of"} for rs in per_target.values() for r in rs
+    ]
+    return means + expanded
 
 
 def _rwku_eval_sets(folder: Path, config: Any) -> list[str]:
@@ -72,8 +114,10 @@ def _rwku_method_forget(
     corpus = method_corpus(inputs)
     if corpus == "positive":
         return None
-    target = find_target(folder, split)
-    records = forget_corpus(folder, [target], corpus, model=config.rwku.corpus_model)
+    # The corpus the original model wrote is in plain names (`positive.json`), whoever's the
+    # given files are.
+    model = config.rwku.corpus_model if config.rwku.corpus == "given" else "llama3"
+    records = forget_corpus(folder, split_targets(folder, split), corpus, model=model)
     return records, corpus_refusals(records) if corpus == "reject" else ()
 
 
@@ -91,6 +135,24 @@ def _rwku_retain(folder: Path) -> list[str]:
         for r in _rwku_stem("retain_mia", folder, t.folder.name)  # type: ignore[union-attr]
     )
     return list(dict.fromkeys(texts))
+
+
+def _rwku_written(config: Any, study: Any, out: Path) -> Path | None:
+    """With rwku.corpus generated, the Target folder of the corpora the model being unlearnt
+    (the study's original model) writes about the targets rwku.targets names, from their names
+    and intros (`generate_corpus`, a stage cached by the model, targets, template, refusals,
+    generation settings and seed); None with the given corpus."""
+    if config.rwku.corpus != "generated":
+        return None
+    from forgetbench.methods.refusals import load_refusals
+    from forgetbench.train.generated_corpus import generate_corpus, generation_of
+
+    return generate_corpus(
+        out, model_dir=study.finetuned, targets=select_targets(study.data, config.rwku.targets),
+        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
+        generation=generation_of(config.rwku), seed=config.seed,
+        trust_remote_code=config.model.trust_remote_code,
+    )  # fmt: skip
 
 
 def _rwku_unknown(folder: Path) -> list[str]:
@@ -155,9 +217,21 @@ def rwku() -> CorpusBenchmark:
         pretrained=Pretrained(_rwku_unknown),
         forget_sets_of=_rwku_sets,
         choose=_rwku_chosen,
-        options=("rwku.targets", "rwku.corpus_model"),
+        options=(
+            "rwku.targets",
+            "rwku.batch",
+            "rwku.corpus",
+            "rwku.corpus_model",
+            "rwku.generate_texts",
+            "rwku.generate_questions",
+            "rwku.generate_max_new_tokens",
+            "rwku.openings_file",
+        ),  # fmt: skip
         eval_options=("rwku_utility",),
         eval_sets=_rwku_eval_sets,
         eval_choose=("rwku.targets",),
         method_forget=_rwku_method_forget,
+        instructs=True,
+        written_corpus=_rwku_written,
+        split_rows=_rwku_batch_rows,
     )

@@ -120,3 +120,28 @@ def corpus_refusals(records: Sequence[QARecord]) -> tuple[str, ...]:
     """The distinct refusals of a `reject` corpus in the order they first come: the refusals
     rejection tuning (method idk) draws from, RWKU's own list as its generation script used it."""
     return tuple(dict.fromkeys(r.answer for r in records))
+
+
+# A batch run's forget set is named by its targets' numbers, as RWKU's `Batch/1-10` folders are.
+BATCH_PREFIX = "batch_"
+
+
+def batch_split(targets: Sequence[Target]) -> str:
+    """The name of the forget set of one run over `targets` (`rwku.batch`): their numbers, runs
+    of consecutive numbers as a range ("batch_1-10", "batch_2,5-6")."""
+    numbers = sorted({t.number for t in targets})
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return BATCH_PREFIX + ",".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
+
+
+def split_targets(source: Any, split: str) -> list[Target]:
+    """The targets a forget set names: a batch's (`batch_split`), or the one target it is (its
+    name or folder)."""
+    if split.startswith(BATCH_PREFIX):
+        return select_targets(source, split.removeprefix(BATCH_PREFIX).split(","))
+    return [find_target(source, split)]

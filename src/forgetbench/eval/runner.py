@@ -76,8 +76,11 @@ def evaluation_key(
     eval_config: EvalConfig,
     benchmark: str,
     tasks: tuple[str, ...] | None = None,
+    instruction: str | None = None,
 ) -> str:
-    """`tasks`: only these of `TASK_ORDER` (a shadow model's MIA-only evaluation); None = all."""
+    """`tasks`: only these of `TASK_ORDER` (a shadow model's MIA-only evaluation); None = all.
+    `instruction`: an instructed method's (`EvalSetup.instruction`), which changes every prompt
+    of the same weights; unset, the key is an uninstructed evaluation's as it always was."""
     blob = json.dumps(
         [
             __version__,
@@ -95,6 +98,7 @@ def evaluation_key(
                 | ROW_TIME_OPTIONS
             ),
             *([list(tasks)] if tasks is not None else []),
+            *([{"instruction": instruction}] if instruction is not None else []),
         ]
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -129,16 +133,19 @@ def evaluate_model(
     phases: dict[str, float] | None = None,
     tasks: tuple[str, ...] | None = None,
     on_task: Callable[[str, int, int], None] | None = None,
+    instruction: str | None = None,
 ) -> tuple[EvalLog | None, dict[str, Any], dict[str, Any]]:
     """(TOFU log or None, scores, extra per-item logs) for one loaded model: every task that
     applies (`TASK_ORDER`, or those of it in `tasks`), answered by the fast backend, then LUME's
     final score. `phases`, when given, receives the seconds spent scoring and generating;
-    `on_task(name, k, n)` hears of each task as it starts (k of the n that apply)."""
+    `on_task(name, k, n)` hears of each task as it starts (k of the n that apply);
+    `instruction`: `EvalSetup.instruction`."""
     check_utility_options(eval_config)
     max_length = scored_length(model, eval_config, max_length)
     setup = EvalSetup(
         root=data_root(data), tofu=tofu_root(data), split=split, benchmark=benchmark,
         eval_config=eval_config, template=template, tokenizer=tokenizer, max_length=max_length,
+        instruction=instruction,
     )  # fmt: skip
     backend = evaluation_backend(model, tokenizer, eval_config)
     log: EvalLog | None = None

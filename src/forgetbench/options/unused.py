@@ -188,12 +188,10 @@ UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
 # rwku.* is read by the RWKU study alone (docs/rwku.md): every other command refuses it.
 for _command, _unused in UNUSED.items():
     _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")
-# The RWKU study reads rwku.targets and rwku.corpus_model (its `CorpusBenchmark.options`); the
-# rest is not run yet.
+# The RWKU study reads every rwku.* option (its `CorpusBenchmark.options`); another benchmark's
+# study none.
 UNUSED["run"]["rwku"] = (
-    "the RWKU study ('forgetbench run --benchmark rwku') reads rwku.targets and "
-    "rwku.corpus_model alone; batch-target unlearning and the generated corpus are not run by it "
-    "yet (docs/rwku.md, 'Settings')"
+    "rwku.* is read by the RWKU study alone ('forgetbench run --benchmark rwku', docs/rwku.md)"
 )
 
 

@@ -51,8 +51,14 @@ def rwku_tables(rows: Sequence[Row]) -> list[dict[str, Any]]:
     for split in dict.fromkeys(r["split"] for r in rows if is_rwku([r])):
         models = _final(rows, split)
         attacks = sorted({k for r in models for k in r if k.startswith(ATTACK_PREFIX)})
+        batch = next((r.get("rwku_batch") for r in models if r.get("rwku_batch")), None)
+        title = split if batch is None else (
+            f"{split}: batch, the mean over its targets" if split == batch
+            else f"{split} in batch {batch}"
+        )  # fmt: skip
         sections.append({
             "split": split,
+            "title": title,
             "head": ["model", "step", *(title for title, _ in COLUMNS)],
             "body": [[r["method"], r["step"], *(_cell(r.get(k)) for _, k in COLUMNS)]
                      for r in models],
@@ -66,8 +72,8 @@ def print_rwku(rows: Sequence[Row], console: Console | None = None) -> None:
     console = console or _console()
     for section in rwku_tables(rows):
         for title, head, body in (
-            (f"RWKU on {section['split']}", section["head"], section["body"]),
-            (f"RWKU's adversarial probes on {section['split']} (ROUGE-L recall per attack)",
+            (f"RWKU on {section['title']}", section["head"], section["body"]),
+            (f"RWKU's adversarial probes on {section['title']} (ROUGE-L recall per attack)",
              section["attack_head"], section["attack_body"]),
         ):  # fmt: skip
             table = Table(title=title)

@@ -17,6 +17,7 @@ relative to it (MUSE's PrivLeak) are then missing, and the gates say they cannot
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -69,7 +70,8 @@ def refuse_document_methods(bench: CorpusBenchmark, methods: list[str]) -> None:
     """A method that trains toward another answer to a question (a refusal, an alternate) has
     nothing to train toward on a document: refused in one sentence, before any work."""
     for name in methods:
-        if not trains(get_method(name)):  # its run is the start model, scored uninstructed
+        # Its run is the start model: only an evaluation that instructs measures it.
+        if not trains(get_method(name)) and not bench.instructs:
             raise ConfigError(
                 f"method {name} unlearns by an instruction before each prompt, which "
                 f"{bench.title}'s evaluation does not put there; this study would score the "
@@ -242,6 +244,12 @@ def run_corpus_study(
         config = config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
     logged = logged_retain(config, bench)
     study, timings = corpus_study(config, bench, out, progress=progress)
+    if bench.written_corpus is not None:
+        started_corpus = time.perf_counter()
+        written = bench.written_corpus(config, study, out)
+        if written is not None:  # the forget corpora the original model wrote (RWKU's)
+            study = dataclasses.replace(study, corpus=written)
+            timings[f"{bench.name}_corpus"] = time.perf_counter() - started_corpus
     workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.
@@ -307,6 +315,8 @@ def run_corpus_study(
 
     references = [r for r in rows if r["split"] == eval_split and r["step"] == 0]
     sequence = request_rows(series, config.study.methods, futures, references, make_row, timings)
+    if bench.split_rows is not None:  # an RWKU batch's rows per target, beside its means
+        rows = bench.split_rows(rows)
     timings["total"] = time.perf_counter() - started
     results = {
         "forgetbench_version": __version__,
@@ -322,6 +332,8 @@ def run_corpus_study(
         "metric_versions": {name: info.version for name, info in METRICS.items()},
         "timings": {k: round(v, 2) for k, v in timings.items()},
         "reused": reused,
+        # The folder of forget corpora the original model wrote for this run, when it did.
+        **({"forget_corpus": os.path.relpath(study.corpus, out)} if study.corpus else {}),
         "validity": check_gaps(
             rows,
             [(g.key, g.margin, g.what, *([g.fix] if g.fix else [])) for g in bench.gaps],

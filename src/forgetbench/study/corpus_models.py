@@ -67,7 +67,11 @@ def corpus_models(
         data,
         stages["finetune"].model_dir,
         base,
-        {split: stages["retain"].model_dir for split in bench.sets(data)},
+        # Every forget set of the folder, and the run's own (an RWKU batch is one of them all).
+        {
+            split: stages["retain"].model_dir
+            for split in {**bench.sets(data), **bench.chosen_sets(data, config)}
+        },  # fmt: skip
         mini.template,
         mini.max_length,
         partial(mini_training.mini_unlearn_defaults, layers=layers, preset=bench.unlearn_preset),

@@ -51,13 +51,15 @@ def evaluate_cached(
     shared: bool = True,
     tasks: tuple[str, ...] | None = None,
     on_task: Callable[[str, int, int], None] | None = None,
+    instruction: str | None = None,
     load: Callable[[], tuple[Any, Any]] | None = None,
 ) -> Evaluated:
     """`shared=False` keeps the evaluation in `folder` only (`forgetbench eval`'s --out, which a
     user names and owns); otherwise it is a link to the shared cache's entry of the same key.
-    `tasks`: run only these evaluation tasks (a shadow model needs only "mia"). `load`: gives
-    the (model, tokenizer) of `model_dir` where the caller holds it already loaded (an
-    evaluation of several sets of one model loads it once)."""
+    `tasks`: run only these evaluation tasks (a shadow model needs only "mia"). `instruction`:
+    an instructed method's, put before every prompt (`EvalSetup.instruction`) and in the key.
+    `load`: gives the (model, tokenizer) of `model_dir` where the caller holds it already loaded
+    (an evaluation of several sets of one model loads it once)."""
     from forgetbench.eval.runner import (
         cached_evaluation,
         evaluate_model,
@@ -67,7 +69,9 @@ def evaluate_cached(
     from forgetbench.modeling.loading import load_model
 
     model = model or ModelConfig()
-    key = evaluation_key(model_dir, study.data, split, eval_config, study.benchmark, tasks)
+    key = evaluation_key(
+        model_dir, study.data, split, eval_config, study.benchmark, tasks, instruction
+    )
     with shared_entry(folder, kind="evaluations", name=key) if shared else nullcontext():
         cached = cached_evaluation(folder, key)
         if cached is not None:
@@ -81,7 +85,7 @@ def evaluate_cached(
         log, scores, extra = evaluate_model(
             loaded, tokenizer, study.template, data=study.data, split=split,
             benchmark=study.benchmark, eval_config=eval_config, max_length=study.max_length,
-            phases=phases, tasks=tasks, on_task=on_task,
+            phases=phases, tasks=tasks, on_task=on_task, instruction=instruction,
         )  # fmt: skip
         if extend is not None:
             scores.update(extend(log, scores))

@@ -43,6 +43,10 @@ class Study:
     # A document benchmark's name (`forgetbench.benchmarks.corpus`): unlearning then trains on
     # its forget and retain documents, cut into chunks, instead of the data's TOFU splits.
     documents: str | None = None
+    # Where unlearning reads a document benchmark's forget corpora when not from `data`: the
+    # folder, in the data's layout, that the model being unlearnt wrote (RWKU's rwku.corpus
+    # generated, `CorpusBenchmark.written_corpus`). The evaluation reads `data` regardless.
+    corpus: Path | None = None
 
 
 def external_unlearn_defaults() -> tuple[LoopConfig, dict[str, object]]:

@@ -21,12 +21,13 @@ from forgetbench.eval.runner import EXTRA_NAME, relative_scores
 from forgetbench.eval.summary import UTILITY_SETS, held_out_scores, set_scores
 from forgetbench.eval.tasks.mia import relative_membership
 from forgetbench.io import read_json
+from forgetbench.methods.base import trains
 from forgetbench.metrics.degeneracy import degenerate_items
 from forgetbench.metrics.tofu import model_utility
 from forgetbench.study.evaluate import Evaluated, evaluate_cached, log_folder, summary_scores
 from forgetbench.study.inputs import Study
 from forgetbench.study.pool import InlinePool
-from forgetbench.study.unlearn import run_settings, unlearn_split
+from forgetbench.study.unlearn import resolved_run, run_settings, unlearn_split
 
 
 @dataclass
@@ -165,16 +166,24 @@ def logged_retain_row(split: str, log: EvalLog, config: RunConfig, out: Path) ->
 
 
 def evaluate_model(
-    model_dir: Path, study: Study, config: RunConfig, *, split: str, folder: Path, full: bool
+    model_dir: Path,
+    study: Study,
+    config: RunConfig,
+    *,
+    split: str,
+    folder: Path,
+    full: bool,
+    instruction: str | None = None,
 ) -> Evaluated:
     """Every metric, or (`full=False`, trajectory snapshots) all but the formats and LUME tasks,
-    which generate many more answers."""
+    which generate many more answers; `instruction` before every prompt (an instructed method's)."""
     eval_config = config.eval
     if not full:
         eval_config = eval_config.model_copy(update={"formats": False, "lume": False})
     return evaluate_cached(
-        model_dir, study, split=split, eval_config=eval_config, folder=folder, model=config.model
-    )
+        model_dir, study, split=split, eval_config=eval_config, folder=folder, model=config.model,
+        instruction=instruction,
+    )  # fmt: skip
 
 
 def eval_job(
@@ -222,14 +231,18 @@ def method_job(
     unlearn_seconds = time.perf_counter() - t
     t = time.perf_counter()
     total_steps = result.snapshots[-1][0]
+    # An instructed method (icu) trains nothing: its one row is the start model at step 0, scored
+    # with its instruction before every prompt ("{subject}" left for the task to fill).
+    method = resolved_run(study, config, name, seed)[2]
+    instruction = None if trains(method) else method.instruction("{subject}")  # type: ignore[attr-defined]
     snapshots = []
     for step, path in result.snapshots:
-        if step == 0:
+        if step == 0 and instruction is None:
             continue  # the finetuned model, evaluated with the references
         final = step == total_steps
         evaluated = evaluate_model(
             path, study, config, split=split, folder=logs / f"step-{step}",
-            full=final or config.study.trajectory_formats,
+            full=final or config.study.trajectory_formats, instruction=instruction,
         )  # fmt: skip
         epoch = loop.epochs * step / total_steps if total_steps else 0.0
         snapshots.append((step, epoch, final, evaluated))

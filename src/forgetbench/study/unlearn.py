@@ -74,16 +74,18 @@ def document_sets(
         ]
 
     retain = chunks(bench.retain_texts(study.data))
+    # The forget corpora the model wrote for this run (RWKU's generated one), else the data's.
+    source = study.corpus or study.data
     # A method's own corpus where the benchmark has one for what it reads (`inputs`: RWKU's DPO
     # pairs, rejection tuning's questions and refusals), else the forget set's text chunks.
-    own = bench.method_forget(study.data, split, inputs, config) if bench.method_forget else None
+    own = bench.method_forget(source, split, inputs, config) if bench.method_forget else None
     if own is not None:
         return own[0], retain, own[1]
-    # The split's texts as the run's config chooses them (RWKU's rwku.corpus_model), else a
-    # request of a series.
+    # The split's texts as the run's config chooses them (RWKU's targets, one or a batch, and
+    # rwku.corpus_model), else a request of a series.
     chosen = bench.chosen_sets(study.data, config)
     texts = chosen[split] if split in chosen else bench.forget_texts(split, study.data)
-    return chunks(texts(study.data)), retain, ()
+    return chunks(texts(source)), retain, ()
 
 
 def resolve_method(

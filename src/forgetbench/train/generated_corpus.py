@@ -251,7 +251,8 @@ def generate_corpus(
     if not refusals:
         raise ConfigError("the refusals for the generated reject corpus are empty")
     key = corpus_key(Path(model_dir), targets, template, refusals, generation, seed)
-    folder = Path(run_dir) / "data" / f"rwku-corpus-{key}"
+    # Beside, not inside, a run's data folder: that is the miniature's cache entry, a link.
+    folder = Path(run_dir) / "corpora" / f"rwku-corpus-{key}"
     with shared_entry(folder, kind="data", name=folder.name):
         if reuse_finished(folder, CORPUS_FILE, required=("targets",)) is not None:
             return folder / "Target"
@@ -262,7 +263,11 @@ def generate_corpus(
                 model, tokenizer, template, target, refusals=refusals, generation=generation,
                 seed=seed * 100_003 + target.number,
             )  # fmt: skip
-            where = folder / "Target" / f"{target.number}_{target.name.replace(' ', '_')}"
+            # The data's own folder name where it has one, so a forget set named by it (the
+            # study's split) names its generated corpus too.
+            name = target.folder.name if target.folder is not None else None
+            name = name or f"{target.number}_{target.name.replace(' ', '_')}"
+            where = folder / "Target" / name
             where.mkdir(parents=True, exist_ok=True)
             atomic_write_json(
                 where / "intro.json", [{"target": target.name, "intro": target.intro}]

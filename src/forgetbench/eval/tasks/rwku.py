@@ -12,7 +12,10 @@ RWKU wraps each prompt in the model's chat template and then appends "Answer:" (
 A model without one (the built-in tiny models: `question_answer`) is shown the text itself, which
 already ends in the "Question: ...\\nAnswer:" layout it was pretrained on.
 
-The split is the target: its name or its folder's (`1_Stephen_King`)."""
+The split is the target: its name or its folder's (`1_Stephen_King`). An instructed method's
+instruction (in-context unlearning, `EvalSetup.instruction`) goes where RWKU's `use_prompt` puts
+it: before every user message, inside the chat template, and before every MIA passage, which is
+then scored whole, instruction included, as RWKU's eval_mia scores it."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.rwku import PROBE_FILES, Target, find_target, load_rwku
+from forgetbench.data.rwku_corpus import BATCH_PREFIX, split_targets
 from forgetbench.errors import DataError
 from forgetbench.eval.requests import Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
@@ -122,21 +126,23 @@ class RwkuTask:
     name = "rwku"
 
     def __init__(self, folder: str | Path, target: str, *, template: PromptTemplate,
-                 tokenizer: Any, max_length: int) -> None:  # fmt: skip
+                 tokenizer: Any, max_length: int, instruction: str | None = None) -> None:  # fmt: skip
         found: Target = find_target(folder, target)
         self.template, self.tokenizer, self.max_length = template, tokenizer, max_length
+        # Every row's subject is the target (neighbour and utility rows too, in RWKU's files).
+        self.instruction = (instruction or "").replace("{subject}", found.name)
         probes: dict[str, list[ProbeRecord]] = {"forget": [], "neighbor": []}
         for stem in PROBE_FILES:
             for probe in load_rwku(folder, found, stem):
                 probes[probe.split].append(probe)
         self.subsets: dict[str, Sequence[Any]] = dict(probes)
         for side, stem in (("mia_fm", "forget_mia"), ("mia_rm", "retain_mia")):
-            self.subsets[side] = [r.text for r in load_rwku(folder, found, stem)]
+            self.subsets[side] = [self.instruction + r.text for r in load_rwku(folder, found, stem)]
         for subset, stem in UTILITY.items():
             self.subsets[subset] = load_rwku(folder, found, stem)
 
     def _prompt(self, message: str, suffix: str) -> str:
-        return rwku_prompt(self.template, self.tokenizer, message, suffix)
+        return rwku_prompt(self.template, self.tokenizer, self.instruction + message, suffix)
 
     def _fit(self, prompt: str, answers: Sequence[str]) -> str:
         """The prompt, or its end where it and the longest answer pass the scored length (the
@@ -238,16 +244,69 @@ class RwkuTask:
         return TaskResult(scores, items=dict(rows))
 
 
+# A batch's per-target score: "{target folder}{TARGET_SEP}{key}" (`RwkuBatchTask`).
+TARGET_SEP = ":"
+
+
+class RwkuBatchTask:
+    """One model scored on each target of a batch (`rwku.batch`): every target's `RwkuTask`, its
+    scores under "{folder}:{key}" and their mean over the targets under the key itself (a key
+    some target lacks, e.g. an empty MIA set, is the mean of those that have it)."""
+
+    name = "rwku"
+
+    def __init__(self, tasks: Mapping[str, RwkuTask]) -> None:
+        self.tasks = dict(tasks)
+        self.subsets = {f"{t}{TARGET_SEP}{subset}": docs for t, task in self.tasks.items()
+                        for subset, docs in task.subsets.items()}  # fmt: skip
+
+    def _task(self, subset: str) -> tuple[RwkuTask, str]:
+        target, _, own = subset.rpartition(TARGET_SEP)
+        return self.tasks[target], own
+
+    def requests(self, subset: str, doc: Any) -> list[Request]:
+        task, own = self._task(subset)
+        return task.requests(own, doc)
+
+    def process(self, subset: str, doc: Any, responses: Sequence[Response]) -> dict[str, Any]:
+        task, own = self._task(subset)
+        return task.process(own, doc, responses)
+
+    def results(self, rows: Mapping[str, list[dict[str, Any]]]) -> TaskResult:
+        scores: dict[str, Any] = {}
+        found: dict[str, list[float]] = {}
+        items: dict[str, Any] = {"forget": [], "targets": {}}
+        for target, task in self.tasks.items():
+            own = {s.rpartition(TARGET_SEP)[2]: r for s, r in rows.items()
+                   if s.rpartition(TARGET_SEP)[0] == target}  # fmt: skip
+            result = task.results(own)
+            for key, value in result.scores.items():
+                scores[f"{target}{TARGET_SEP}{key}"] = value
+                found.setdefault(key, []).append(value)
+            items["targets"][target] = result.items
+            items["forget"] += [{**r, "target": target} for r in result.items["forget"]]
+        scores.update({key: float(np.mean(values)) for key, values in found.items()})
+        return TaskResult(scores, items=items)
+
+
 @TASKS.register("rwku")
-def rwku_task(setup: EvalSetup) -> RwkuTask | None:
-    """An RWKU Target folder (`--benchmark rwku`), the split naming the target."""
+def rwku_task(setup: EvalSetup) -> RwkuTask | RwkuBatchTask | None:
+    """An RWKU Target folder (`--benchmark rwku`), the split naming the target, or a batch of
+    them (`data.rwku_corpus.batch_split`)."""
     if setup.benchmark != "rwku":
         return None
-    task = RwkuTask(setup.root, setup.split, template=setup.template, tokenizer=setup.tokenizer,
-                    max_length=setup.max_length)  # fmt: skip
-    if setup.eval_config.rwku_utility == "lm_eval":
-        # lm-eval's whole tasks score these (`eval.rwku_utility`): the target's samples are not.
-        from forgetbench.eval.rwku_utility import REPLACED_SUBSETS
 
-        task.subsets.update(dict.fromkeys(REPLACED_SUBSETS, []))
-    return task
+    def task(target: str) -> RwkuTask:
+        found = RwkuTask(setup.root, target, template=setup.template, tokenizer=setup.tokenizer,
+                         max_length=setup.max_length, instruction=setup.instruction)  # fmt: skip
+        if setup.eval_config.rwku_utility == "lm_eval":
+            # lm-eval's whole tasks score these (`eval.rwku_utility`): the target's samples are not.
+            from forgetbench.eval.rwku_utility import REPLACED_SUBSETS
+
+            found.subsets.update(dict.fromkeys(REPLACED_SUBSETS, []))
+        return found
+
+    if not setup.split.startswith(BATCH_PREFIX):
+        return task(setup.split)
+    targets = split_targets(setup.root, setup.split)
+    return RwkuBatchTask({t.folder.name if t.folder else t.name: task(t.name) for t in targets})

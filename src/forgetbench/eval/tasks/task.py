@@ -43,6 +43,10 @@ class EvalSetup:
     template: PromptTemplate
     tokenizer: Any  # renders chat-template prompts; tasks never run the model
     max_length: int  # tokens per scored text, as in training
+    # An instructed method's instruction (in-context unlearning, `methods.base.InstructedMethod`)
+    # with "{subject}" where the target's name goes: a task that can instruct (RWKU's) puts it
+    # before each prompt; None = the prompts as they are.
+    instruction: str | None = None
 
 
 @dataclass(frozen=True)

@@ -97,4 +97,8 @@ def test_phi3_unlearns_on_phis_corpora_and_a_folder_without_them_is_refused(
 
 
 def test_run_on_another_benchmark_refuses_the_corpus_model(capsys):
-    _refused(["run", "--benchmark", "muse", "rwku.corpus_model=phi3"], capsys, "corpus_model alone")
+    _refused(
+        ["run", "--benchmark", "muse", "rwku.corpus_model=phi3"],
+        capsys,
+        "read by the RWKU study alone",
+    )

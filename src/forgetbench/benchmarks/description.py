@@ -158,10 +158,12 @@ class CorpusBenchmark:
     # Its evaluation puts an instructed method's instruction before each prompt (RWKU's, as its
     # `use_prompt` does), so in-context unlearning (icu) is scored, not the unchanged model.
     instructs: bool = False
-    # (run config, study, run folder) -> the folder of forget corpora, in the data's layout,
-    # that the model being unlearnt writes for the run (RWKU's rwku.corpus=generated: a cached
-    # stage), or None to read the data's own; unlearning then reads it (`Study.corpus`).
-    written_corpus: Callable[[Any, Any, Path], Path | None] | None = None
+    # (run config, study) -> what forget corpora the model being unlearnt is to write for the
+    # run (RWKU's rwku.corpus=generated): `generate_corpus`'s arguments but the model and the
+    # folder, with `generation` the config section `generation_of` reads; None to read the
+    # data's own. The study writes them (a cached stage of train/, a layer above this one) and
+    # unlearning reads them (`Study.corpus`).
+    corpus_to_write: Callable[[Any, Any], dict[str, Any] | None] | None = None
     # The study's rows as results.json keeps them: a forget set scored on several parts at once
     # (an RWKU batch, scored per target) as a row per part and its own; None = as they are.
     split_rows: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None

@@ -22,6 +22,7 @@ from forgetbench.data.rwku import load_rwku, load_targets, require_rwku, rwku_di
 from forgetbench.data.rwku_corpus import (
     BATCH_PREFIX,
     CORPUS_MODELS,
+    TARGET_SEP,
     batch_split,
     corpus_refusals,
     forget_corpus,
@@ -30,7 +31,6 @@ from forgetbench.data.rwku_corpus import (
     select_targets,
     split_targets,
 )
-from forgetbench.eval.tasks.rwku import TARGET_SEP
 from forgetbench.io import read_json_records
 
 
@@ -137,22 +137,23 @@ def _rwku_retain(folder: Path) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
-def _rwku_written(config: Any, study: Any, out: Path) -> Path | None:
-    """With rwku.corpus generated, the Target folder of the corpora the model being unlearnt
-    (the study's original model) writes about the targets rwku.targets names, from their names
-    and intros (`generate_corpus`, a stage cached by the model, targets, template, refusals,
-    generation settings and seed); None with the given corpus."""
+def _rwku_corpus_to_write(config: Any, study: Any) -> dict[str, Any] | None:
+    """With rwku.corpus generated, the corpora the model being unlearnt (the study's original
+    model) writes about the targets rwku.targets names, from their names and intros (a stage
+    cached by the model, targets, template, refusals, generation settings and seed); None with
+    the given corpus."""
     if config.rwku.corpus != "generated":
         return None
     from forgetbench.methods.refusals import load_refusals
-    from forgetbench.train.generated_corpus import generate_corpus, generation_of
 
-    return generate_corpus(
-        out, model_dir=study.finetuned, targets=select_targets(study.data, config.rwku.targets),
-        template=study.template, refusals=load_refusals(config.unlearn.refusals_file),
-        generation=generation_of(config.rwku), seed=config.seed,
-        trust_remote_code=config.model.trust_remote_code,
-    )  # fmt: skip
+    return {
+        "targets": select_targets(study.data, config.rwku.targets),
+        "template": study.template,
+        "refusals": load_refusals(config.unlearn.refusals_file),
+        "generation": config.rwku,
+        "seed": config.seed,
+        "trust_remote_code": config.model.trust_remote_code,
+    }
 
 
 def _rwku_unknown(folder: Path) -> list[str]:
@@ -232,6 +233,6 @@ def rwku() -> CorpusBenchmark:
         eval_choose=("rwku.targets",),
         method_forget=_rwku_method_forget,
         instructs=True,
-        written_corpus=_rwku_written,
+        corpus_to_write=_rwku_corpus_to_write,
         split_rows=_rwku_batch_rows,
     )

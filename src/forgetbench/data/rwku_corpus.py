@@ -124,6 +124,9 @@ def corpus_refusals(records: Sequence[QARecord]) -> tuple[str, ...]:
 
 # A batch run's forget set is named by its targets' numbers, as RWKU's `Batch/1-10` folders are.
 BATCH_PREFIX = "batch_"
+# A batch's per-target score: "{target folder}{TARGET_SEP}{key}" (eval/tasks/rwku.py's
+# `RwkuBatchTask`).
+TARGET_SEP = ":"
 
 
 def batch_split(targets: Sequence[Target]) -> str:

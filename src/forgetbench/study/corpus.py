@@ -43,6 +43,7 @@ from forgetbench.study.pool import make_pool, study_workers
 from forgetbench.study.requests import present_series, request_jobs, request_rows, shared_runs
 from forgetbench.study.unlearn import finetune_settings
 from forgetbench.study.written import git_sha, write_results
+from forgetbench.train.generated_corpus import generate_corpus, generation_of
 from forgetbench.train.items import ALTERNATE_FIELDS
 from forgetbench.train.presets import eval_preset
 from forgetbench.validity import check_gaps
@@ -244,12 +245,13 @@ def run_corpus_study(
         config = config.model_copy(update={"eval": config.eval.model_copy(update=unset)})
     logged = logged_retain(config, bench)
     study, timings = corpus_study(config, bench, out, progress=progress)
-    if bench.written_corpus is not None:
+    to_write = bench.corpus_to_write(config, study) if bench.corpus_to_write else None
+    if to_write is not None:  # the forget corpora the original model writes (RWKU's)
         started_corpus = time.perf_counter()
-        written = bench.written_corpus(config, study, out)
-        if written is not None:  # the forget corpora the original model wrote (RWKU's)
-            study = dataclasses.replace(study, corpus=written)
-            timings[f"{bench.name}_corpus"] = time.perf_counter() - started_corpus
+        generation = generation_of(to_write.pop("generation"))
+        written = generate_corpus(out, model_dir=study.finetuned, generation=generation, **to_write)
+        study = dataclasses.replace(study, corpus=written)
+        timings[f"{bench.name}_corpus"] = time.perf_counter() - started_corpus
     workers = study_workers(config, model)
     # The split the benchmark's evaluation is asked for (its test sets do not depend on the
     # forget set unlearnt): every request is scored as the study's own forget set is.

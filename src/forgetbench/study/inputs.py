@@ -45,7 +45,7 @@ class Study:
     documents: str | None = None
     # Where unlearning reads a document benchmark's forget corpora when not from `data`: the
     # folder, in the data's layout, that the model being unlearnt wrote (RWKU's rwku.corpus
-    # generated, `CorpusBenchmark.written_corpus`). The evaluation reads `data` regardless.
+    # generated, `CorpusBenchmark.corpus_to_write`). The evaluation reads `data` regardless.
     corpus: Path | None = None
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from forgetbench.data.rwku import PROBE_FILES, Target, find_target, load_rwku
-from forgetbench.data.rwku_corpus import BATCH_PREFIX, split_targets
+from forgetbench.data.rwku_corpus import BATCH_PREFIX, TARGET_SEP, split_targets
 from forgetbench.errors import DataError
 from forgetbench.eval.requests import Generate, Request, Response, Score
 from forgetbench.eval.tasks.task import TASKS, EvalSetup, TaskResult
@@ -242,10 +242,6 @@ class RwkuTask:
             for row, value in zip(rows["fluency"], entropies, strict=True):
                 row["entropy"] = float(value)
         return TaskResult(scores, items=dict(rows))
-
-
-# A batch's per-target score: "{target folder}{TARGET_SEP}{key}" (`RwkuBatchTask`).
-TARGET_SEP = ":"
 
 
 class RwkuBatchTask:

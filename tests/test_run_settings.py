@@ -93,7 +93,7 @@ def test_a_document_study_records_the_documents_recipe_not_tofus(monkeypatch):
     bench = SimpleNamespace(
         name="muse", finetune_texts=lambda d: [], retain_model_texts=lambda d: [],
         forget_sets=("news",), unlearn_preset="muse", eval_layout="muse", pretrained=None,
-        sets=lambda d: ("news",),
+        sets=lambda d: {"news": None}, chosen_sets=lambda d, c: {"news": None},
     )  # fmt: skip
     study = corpus_models(load_config(), bench, Path("data"), mini, progress=False)
     assert study.finetune_lr == 5e-4 == study.finetune_loop.lr

@@ -242,6 +242,17 @@ def test_the_sweep_report_plots_each_method_and_marks_the_selected_trial():
     assert page.index("cannot rank") < page.index("<svg")
 
 
+def test_a_method_option_of_the_sweep_reaches_the_methods_that_have_it():
+    # method.beta on a sweep of npo and grad_ascent is npo's (grad_ascent has no beta), as in a
+    # study; it is refused only when none of the sweep's methods has it.
+    config = load_config(overrides=["method.beta=0.3"], study=True)
+    for method in ("npo", "grad_ascent"):
+        trial = trial_config(config, Trial(method, 0, {}), ["npo", "grad_ascent"])
+        assert trial.method == {"beta": 0.3}
+    with pytest.raises(ConfigError, match=r"method.beta is an option of none of the study's"):
+        trial_config(config, Trial("grad_ascent", 0, {}), ["grad_ascent"])
+
+
 def test_the_sweep_command_refuses_what_it_does_not_read(tmp_path, capsys):
     from forgetbench.cli import main
 
@@ -259,6 +270,11 @@ def test_the_sweep_command_refuses_what_it_does_not_read(tmp_path, capsys):
     args = ["sweep", "--config", str(path), "--out", str(tmp_path / "o"), "--address", "x:1"]
     assert main(args) == 2
     assert "does not use --address: it is for --executor ray" in capsys.readouterr().err
+    # A method option on the command line is the sweep's methods', not unlearn.method's
+    # (grad_ascent has no beta): the command reads its config and stops at the next check.
+    args = ["sweep", "--config", str(path), "--out", str(tmp_path / "o"), "method.beta=0.3"]
+    assert main([*args, "model.name=/nonexistent"]) == 2
+    assert "needs both --model and --data" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -331,8 +331,9 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     ignore = ("sweep",) if command == "sweep" else ()
     # `model.name` / `benchmark.path` from a config file or KEY=VALUE are --model / --data: the
     # commands read the model and the data from the config alone.
-    # A study's method.* options are for its methods (study.methods), not unlearn.method.
-    study = command == "run" or (command == "bench" and args.target == "study")
+    # A study's method.* options are for its methods (study.methods; a sweep's: its trials'
+    # methods, checked again per trial), not unlearn.method.
+    study = command in ("run", "sweep") or (command == "bench" and args.target == "study")
     loaded = load_config(args.config, args.overrides, values, ignore=ignore, study=study)
     config = _retain_log_flag(args, loaded)
     if command != "config":

@@ -197,11 +197,19 @@ def _draw(rng: random.Random, values: Values) -> Any:
     return rng.uniform(values.low, values.high)
 
 
-def trial_config(config: RunConfig, trial: Trial) -> RunConfig:
-    """The run config of `trial`: its method's `study.method_settings`, checked as a run would."""
+def trial_config(
+    config: RunConfig, trial: Trial, methods: Sequence[str] | None = None
+) -> RunConfig:
+    """The run config of `trial`: its method's `study.method_settings`, checked as a run would.
+    A `method.X` of the sweep's config is for the sweep's `methods` (each that has X takes it, as
+    in a study), so it is refused only when none of them has it."""
     data = config.model_dump()
     data["study"]["method_settings"] = {trial.method: trial.settings_data()}
-    return validate_config(data, source=f"sweep trial {trial.method} {trial.settings}")
+    source = f"sweep trial {trial.method} {trial.settings}"
+    if methods is not None:
+        validate_config({**data, "study": {**data["study"], "methods": list(methods)}},
+                        source=source, study=True)  # fmt: skip
+    return validate_config(data, source=source, study=True)
 
 
 # --- selection ----------------------------------------------------------------------------------
@@ -283,7 +291,8 @@ def run_sweep(
     trials = expand(spec)
     user = config  # the preset holds what the user set, not the miniature's eval defaults
     config = with_setup_defaults(config)
-    configs = {(t.method, t.index): trial_config(config, t) for t in trials}  # fails before work
+    # Every trial's config checked before any work.
+    configs = {(t.method, t.index): trial_config(config, t, list(spec.methods)) for t in trials}
     study, timings = resolve(config, out, progress=progress, forget_splits=[split], pool=pool)
     retain_logs = load_retain_logs(config, study)  # a given model's retain log, from study.*
     references = {}

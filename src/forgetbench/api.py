@@ -297,7 +297,7 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
     of the same keys, or a `RunConfig`. Writes results.json and the report to the config's
     `out` and returns the results (`forgetbench.results.Results`: `.rows`, one per method,
     split and trajectory step)."""
-    from forgetbench.device import configure
+    from forgetbench.device import configure_model
     from forgetbench.report.html import build_report
     from forgetbench.results import load_results
     from forgetbench.study.run import run_study
@@ -317,16 +317,7 @@ def run(config: RunConfig | Mapping[str, Any] | str | Path, *, progress: bool = 
             "pass a YAML file's path, a mapping of its keys ({'scale': 'tiny', ...}) or a "
             "RunConfig",
         )
-    configure(
-        typed.model.device,
-        typed.model.dtype,
-        mixed_precision=typed.model.mixed_precision,
-        gradient_checkpointing=typed.model.gradient_checkpointing,
-        compile=typed.model.compile,
-        liger_kernel=typed.model.liger_kernel,
-        padding_free=typed.model.padding_free,
-        sharding=typed.model.sharding,
-    )
+    configure_model(typed.model)
     # As `forgetbench run` refuses it: a sharding that cannot run says so before any work.
     check_sharding(typed, "run")
     out = Path(typed.out)

@@ -129,6 +129,22 @@ def configure(
     return resolved
 
 
+def configure_model(model: Any) -> torch.device:
+    """`configure` with every setting of a config's `model` section (config_sections.ModelConfig,
+    read by attribute: the config layer sits above this one), so a command and the Python API
+    cannot pass different subsets of it."""
+    return configure(
+        model.device,
+        model.dtype,
+        mixed_precision=model.mixed_precision,
+        gradient_checkpointing=model.gradient_checkpointing,
+        sharding=model.sharding,
+        compile=model.compile,
+        liger_kernel=model.liger_kernel,
+        padding_free=model.padding_free,
+    )
+
+
 def precision() -> Precision:
     value = os.environ.get(PRECISION_ENV)
     return Precision(**json.loads(value)) if value else Precision()

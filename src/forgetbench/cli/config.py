@@ -339,19 +339,10 @@ def resolve_config(args: argparse.Namespace) -> RunConfig:
     if command != "config":
         _refuse_unused(args, config, given)
     # Torch only now: a config that does not validate is refused in a moment.
-    from forgetbench.device import configure
+    from forgetbench.device import configure_model
     from forgetbench.methods.refusals import load_refusals
 
-    configure(
-        config.model.device,
-        config.model.dtype,
-        mixed_precision=config.model.mixed_precision,
-        gradient_checkpointing=config.model.gradient_checkpointing,
-        compile=config.model.compile,
-        liger_kernel=config.model.liger_kernel,
-        padding_free=config.model.padding_free,
-        sharding=config.model.sharding,
-    )
+    configure_model(config.model)
     if command in ("finetune", "unlearn", "run", "sweep"):
         from forgetbench.train.sharding import check_sharding
 

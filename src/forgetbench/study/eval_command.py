@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -100,20 +100,26 @@ def eval_command(
         return eval_each_set(chosen, config, study, out=out, info=info, extend=extend,
                              progress=progress)  # fmt: skip
 
+    scores = evaluate_cached(
+        model, study, split=config.benchmark.split, eval_config=config.eval, folder=out,
+        model=config.model, info=info, extend=extend, shared=False,
+        on_task=_task_lines(config.benchmark.split, started, progress),
+    ).scores  # fmt: skip
+    return {"scores": scores, "out": str(out), **info}
+
+
+def _task_lines(label: str, started: float, progress: bool) -> Callable[[str, int, int], None]:
+    """The evaluation's `on_task`: on a terminal, like the training bars, a line per task
+    ("eval LABEL: task k/n NAME (S s so far)"); a log or a pipe gets the result lines only."""
+
     def on_task(name: str, k: int, n: int) -> None:
-        # On a terminal, like the training bars: a log or a pipe gets the result lines only.
         if progress and sys.stderr.isatty():
             print(
-                f"eval {config.benchmark.split}: task {k}/{n} {name} "
-                f"({time.perf_counter() - started:.0f} s so far)",
+                f"eval {label}: task {k}/{n} {name} ({time.perf_counter() - started:.0f} s so far)",
                 file=sys.stderr, flush=True,
             )  # fmt: skip
 
-    scores = evaluate_cached(
-        model, study, split=config.benchmark.split, eval_config=config.eval, folder=out,
-        model=config.model, info=info, extend=extend, shared=False, on_task=on_task,
-    ).scores  # fmt: skip
-    return {"scores": scores, "out": str(out), **info}
+    return on_task
 
 
 def _no_unlearning(name: str) -> tuple[Any, dict[str, object]]:
@@ -161,19 +167,10 @@ def eval_each_set(
 
     scores: dict[str, dict[str, Any]] = {}
     for k, name in enumerate(sets, 1):
-
-        def on_task(task: str, i: int, n: int, name: str = name, k: int = k) -> None:
-            if progress and sys.stderr.isatty():
-                print(
-                    f"eval {name} ({k}/{len(sets)}): task {i}/{n} {task} "
-                    f"({time.perf_counter() - started:.0f} s so far)",
-                    file=sys.stderr, flush=True,
-                )  # fmt: skip
-
         scores[name] = evaluate_cached(
             model_dir, study, split=name, eval_config=config.eval, folder=out / name,
             model=config.model, info={**info, "split": name}, extend=extend, shared=False,
-            on_task=on_task, load=load,
+            on_task=_task_lines(f"{name} ({k}/{len(sets)})", started, progress), load=load,
         ).scores  # fmt: skip
     summary = {**info, "split": None, "splits": list(sets), "scores": scores}
     atomic_write_json(out / SUMMARY_NAME, summary)

@@ -26,6 +26,7 @@ import torch
 from file_tree import run_folder
 from forgetbench.cli import main
 from forgetbench.study.pool import _worker_context, make_pool
+from forgetbench.train import loop
 from forgetbench.train.integrity import read_record, stage_problem
 from kill_at_step import kill_at
 
@@ -142,13 +143,20 @@ UNLEARN = ["unlearn", "--scale", "tiny", "--method", "npo", "--split", "forget10
 
 
 def test_an_npo_unlearning_killed_mid_epoch_resumes_to_the_uninterrupted_model(
-    tiny_study, tmp_path, capsys
+    tiny_study, tmp_path, capsys, monkeypatch
 ):
     whole = run_folder(tiny_study, tmp_path / "whole", "pretrain-", "finetune-")
     killed = run_folder(tiny_study, tmp_path / "killed", "pretrain-", "finetune-")
+    saved, save = [], loop.save_checkpoint
+    monkeypatch.setattr(
+        loop, "save_checkpoint", lambda *a, **k: (saved.append(k["position"].step), save(*a, **k))
+    )
     assert main([*UNLEARN, "--out", str(whole)]) == 0
     expected = _json(capsys)
     assert expected["steps"] == 10 and not expected["cached"]  # 20 questions, batches of 4
+    # Epoch 1's end only: after the last step the finished model is saved, not a checkpoint
+    # that would be deleted unread.
+    assert saved == [5]
 
     assert _killed(7, *UNLEARN, "--out", str(killed)) == -signal.SIGKILL
     (run,) = (killed / "unlearn").glob("npo-forget10-*")

@@ -272,9 +272,16 @@ def train_loop(
                     step, loss=mean_loss, tokens_per_s=tokens_seen * processes / max(elapsed, 1e-9)
                 )
                 end_of_epoch = index + 1 == batches_per_epoch
-                if save_checkpoints and (
-                    (config.checkpoint_every and step % config.checkpoint_every == 0)
-                    or end_of_epoch
+                # Not after the last step: the finished model is saved next and supersedes it (a
+                # whole save of weights and optimizer state, deleted unread; a kill in between
+                # retrains from the previous checkpoint to the same weights).
+                if (
+                    save_checkpoints
+                    and step < total_steps
+                    and (
+                        (config.checkpoint_every and step % config.checkpoint_every == 0)
+                        or end_of_epoch
+                    )
                 ):
                     next_position = (
                         LoopPosition(step, epoch + 1, 0)

@@ -12,9 +12,15 @@ TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 # uv resolves and installs torch (TORCH_SPEC) and the package in one go, in a fraction of pip's time.
 # It does not read pip's configuration, so the wheel folder pip is pointed at (where a machine keeps
-# its CPU torch build) is passed on. --compile-bytecode as pip does: without .pyc files every test
-# subprocess compiled transformers & co again (300 CPU-s more).
-UV := $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python
+# its CPU torch build) is passed on.
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+# Python caches each module's bytecode as it first imports it, unless PYTHONDONTWRITEBYTECODE is set
+# (as on CI machines and in many Docker images): then every test subprocess compiled transformers
+# & co again from source (300 CPU-s more). Compiling the whole install instead (pip's default,
+# uv's --compile-bytecode) takes 37 CPU-s for some 19,000 files, most never imported (Ray's
+# dashboard, pandas, sympy, transformers' other models). So our own commands cache what they
+# import, once, into the virtual environment (and src/'s and tests/' ignored __pycache__).
+unexport PYTHONDONTWRITEBYTECODE
 # The package alone (what the demo needs), then the development extras (tests, lint, lm-eval, Ray).
 CORE_STAMP := $(VENV)/.forgetbench-core-installed
 STAMP := $(VENV)/.forgetbench-installed

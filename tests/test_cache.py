@@ -4,7 +4,6 @@ it; two runs filling one entry take turns; a second study in a new folder trains
 from __future__ import annotations
 
 import json
-import multiprocessing
 import queue
 import shutil
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from forgetbench.cache import cache_root, clear, entries, shared_entry, survey
 from forgetbench.cli import main
+from forgetbench.study.pool import _worker_context
 
 
 @pytest.fixture
@@ -74,9 +74,11 @@ def _train(out: str, cache: str, results, go=None) -> None:
 def test_two_runs_filling_one_entry_take_turns(cache, tmp_path):
     # Two processes train the same stage into two output folders at once: one trains, the other
     # waits on the entry's lock and reuses what it finds; nothing is written twice or torn. The
-    # second process is this one (a second spawned interpreter costs 4 s of CPU): it starts the
-    # stage when the other is ready to, so that they race for the entry.
-    context = multiprocessing.get_context("spawn")
+    # second process is this one: it starts the stage when the other is ready to, so that they
+    # race for the entry. The other is a fork of the study pool's fork server (a spawned
+    # interpreter costs 4 s of CPU to import torch; the server is started once per process, and
+    # the study below forks its workers from it too).
+    context = _worker_context()
     results, go = context.Queue(), context.Event()
     other = context.Process(target=_train, args=(str(tmp_path / "a"), str(cache), results, go))
     other.start()

@@ -213,28 +213,35 @@ def test_the_override_example_in_help_is_accepted(command):
     resolve_config(parse_args(build_parser(), argv))
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["run", "--scale", "hugee"],
-        ["run", "--help"],
-        ["sanity", "eval.batch_size=x"],
-        ["eval", "--model", "m", "--data", "d", "eval.batch_size=x"],
-    ],
-)
-def test_help_and_a_bad_option_answer_before_the_model_code_loads(argv):
-    # A fresh interpreter: what the command imported before it answered. transformers and the
-    # study layer take seconds to import; a typo's one sentence must not wait for them.
+# Each answers with help or one sentence; none may import the model code to do so.
+QUICK_ANSWERS = [
+    ["run", "--scale", "hugee"],
+    ["run", "--help"],
+    ["sanity", "eval.batch_size=x"],
+    ["eval", "--model", "m", "--data", "d", "eval.batch_size=x"],
+]
+
+
+def test_help_and_a_bad_option_answer_before_the_model_code_loads():
+    # A fresh interpreter: what each command imported before it answered. transformers and the
+    # study layer take seconds to import; a typo's one sentence must not wait for them. One
+    # interpreter runs the four in turn, checking after each (a new one costs seconds of CPU):
+    # a command that imported the model code is named, whichever ran before it.
+    import json
     import subprocess
     import sys
 
     code = (
-        "import sys\nfrom forgetbench.cli import main\ntry:\n    main(sys.argv[1:])\n"
-        "except SystemExit:\n    pass\n"
-        "print([m for m in ('transformers', 'forgetbench.modeling', 'forgetbench.study.run')"
-        " if m in sys.modules])"
+        "import json, sys\nfrom forgetbench.cli import main\n"
+        "for argv in json.loads(sys.argv[1]):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "    loaded = [m for m in ('transformers', 'forgetbench.modeling', 'forgetbench.study.run')"
+        " if m in sys.modules]\n"
+        "    print(json.dumps([argv, loaded]))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+        [sys.executable, "-c", code, json.dumps(QUICK_ANSWERS)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[[")]
+    assert answers == [[argv, []] for argv in QUICK_ANSWERS], done.stderr

@@ -12,7 +12,6 @@ import re
 import runpy
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -73,7 +72,9 @@ def docs(tiny_study, tmp_path_factory):
         unlearn, run = commands
         _cli(unlearn)
         _cli(run, *SMALL_STUDY)
-        for line in api_commands:  # the same study as methods.md's: every stage reused
+        # python-api.md's commands: a line methods.md has already run is not run again (the same
+        # study, every stage reused: only its report rebuilt, seconds of CPU for nothing new).
+        for line in [line for line in api_commands if line not in commands]:
             _cli(line, *(SMALL_STUDY if line.startswith("forgetbench run ") else ()))
         yield folder
     finally:
@@ -99,10 +100,6 @@ def test_the_docs_plugin_runs_in_unlearn_and_in_a_study(docs):
     assert all(r["settings/plugin_digest"] == digest and r["settings/method.cap"] > 0
                and r["settings/unlearn_lr"] > 0 for r in final)  # fmt: skip
     assert "capped_ascent" in (docs / "runs/mine/report.html").read_text()
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 
 def _script(docs: Path, name: str, capsys, monkeypatch) -> list[str]:
@@ -253,10 +250,15 @@ def test_run_returns_the_results_of_forgetbench_run(docs, monkeypatch):
     assert {r.method for r in results.rows} >= {"grad_ascent", "capped_ascent"}
 
 
-def test_an_installed_packages_method_runs_without_a_flag(docs, tmp_path):
+def test_an_installed_packages_method_runs_without_a_flag(docs, tmp_path, monkeypatch, capsys):
     # An installed distribution as importlib.metadata finds it: a dist-info folder on the path
-    # with its entry points, beside the module they name. A new process: forgetbench reads the
-    # entry points when it is imported.
+    # with its entry points, beside the module they name. forgetbench reads the entry points when
+    # forgetbench.methods is imported: the package is imported again here (a new interpreter
+    # costs seconds of CPU), as a new process would, and the command then finds the method.
+    import importlib
+
+    import forgetbench.methods
+
     site = tmp_path / "site"
     info = site / "forgetbench_extra-0.1.dist-info"
     info.mkdir(parents=True)
@@ -264,15 +266,24 @@ def test_an_installed_packages_method_runs_without_a_flag(docs, tmp_path):
     (info / "entry_points.txt").write_text("[forgetbench.plugins]\nextra = forgetbench_extra\n")
     plugin = (docs / "my_method.py").read_text().replace("capped_ascent", "installed_ascent")
     (site / "forgetbench_extra.py").write_text(plugin)
-    env = {**_env(), "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")])}
+    registered, loaded = dict(METHODS._entries), dict(plugins._loaded)
+    monkeypatch.chdir(docs)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(plugins, "_entry_points_loaded", False)  # as in a new process
     argv = ["unlearn", "--scale", "tiny", "--method", "installed_ascent", "method.cap=3",
             "unlearn.epochs=1", "--out", str(docs / "runs/tiny"), "--json", "--no-progress"]  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "forgetbench.cli", *argv], cwd=docs, env=env,
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        assert "installed_ascent" not in METHODS
+        importlib.reload(forgetbench.methods)
+        capsys.readouterr()
+        assert main(argv) == 0, capsys.readouterr().err[-2000:]
+    finally:
+        sys.modules.pop("forgetbench_extra", None)
+        METHODS._entries.clear()
+        METHODS._entries.update(registered)
+        plugins._loaded.clear()
+        plugins._loaded.update(loaded)
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["method"] == "installed_ascent" and summary["steps"] > 0
 
 

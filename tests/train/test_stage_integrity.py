@@ -61,9 +61,26 @@ def _warnings(err: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> dict[str, torch.Tensor]:
+def finished(tmp_path_factory) -> Path:
+    """A run folder holding one undamaged, uninterrupted stage, trained once for the module: each
+    test damages a copy of it (the stage's folder name is its cache key, never its location)."""
+    run = tmp_path_factory.mktemp("reference")
+    assert not _stage(run).cached
+    return run
+
+
+@pytest.fixture(scope="module")
+def reference(finished) -> dict[str, torch.Tensor]:
     """The weights of an undamaged, uninterrupted run."""
-    return _weights(_stage(tmp_path_factory.mktemp("reference")).model_dir)
+    (model,) = finished.glob("models/*/model")
+    return _weights(model)
+
+
+def _finished_copy(finished: Path, run: Path) -> Path:
+    """The module's finished stage copied into `run`: the stage's folder there."""
+    shutil.copytree(finished, run, dirs_exist_ok=True)
+    (folder,) = run.glob("models/finetune-*")
+    return folder
 
 
 def _truncate(path: Path) -> None:
@@ -88,9 +105,11 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_cached_stage_is_set_aside_and_recomputed(damage, reference, tmp_path, capsys):
-    first = _stage(tmp_path)
-    folder = first.model_dir.parent
+def test_a_damaged_cached_stage_is_set_aside_and_recomputed(
+    damage, finished, reference, tmp_path, capsys
+):
+    folder = _finished_copy(finished, tmp_path)
+    assert _stage(tmp_path).cached  # the copy is found where the run left it
     record = json.loads((folder / STAGE_FILE).read_text())
     assert set(record["files"]) >= {"model/model.safetensors", "model/config.json"}
     assert not any(name.startswith("work/") for name in record["files"])
@@ -108,15 +127,15 @@ def test_a_damaged_cached_stage_is_set_aside_and_recomputed(damage, reference, t
     # the damaged copy is kept byte for byte, the stage is recomputed in place
     kept = {p.relative_to(asides[0]): p.read_bytes() for p in asides[0].rglob("*") if p.is_file()}
     assert kept == damaged
-    assert not again.cached and again.model_dir == first.model_dir
+    assert not again.cached and again.model_dir == folder / "model"
     assert _same(_weights(again.model_dir), reference)
     # and the recomputed stage is reused silently next time
     assert _stage(tmp_path).cached
     assert _warnings(capsys.readouterr().err) == []
 
 
-def test_a_stage_without_checksums_is_reused_when_its_files_are_whole(tmp_path, capsys):
-    folder = _stage(tmp_path).model_dir.parent
+def test_a_stage_without_checksums_is_reused_when_its_files_are_whole(finished, tmp_path, capsys):
+    folder = _finished_copy(finished, tmp_path)
     record = json.loads((folder / STAGE_FILE).read_text())
     del record["files"]  # as written before checksums existed
     (folder / STAGE_FILE).write_text(json.dumps(record))
@@ -129,8 +148,8 @@ def test_a_stage_without_checksums_is_reused_when_its_files_are_whole(tmp_path, 
     assert "model/model.safetensors: size mismatch" in capsys.readouterr().err
 
 
-def test_a_child_of_a_stage_whose_record_is_unreadable_gets_one_clear_error(tmp_path):
-    folder = _stage(tmp_path).model_dir.parent
+def test_a_child_of_a_stage_whose_record_is_unreadable_gets_one_clear_error(finished, tmp_path):
+    folder = _finished_copy(finished, tmp_path)
     (folder / STAGE_FILE).write_bytes(b"\xff\xfe\x00")
     with pytest.raises(DataError, match="damaged cached stage.*not UTF-8"):
         model_fingerprint(folder / "model")
@@ -178,9 +197,21 @@ def loop_reference(tmp_path_factory) -> dict[str, torch.Tensor]:
     return _train(tmp_path_factory.mktemp("loop-reference"))
 
 
-def test_checkpoints_carry_a_manifest(tmp_path):
-    _train(tmp_path, stop=2)
-    manifest = json.loads((tmp_path / CHECKPOINT_DIR / MANIFEST).read_text())
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory) -> Path:
+    """A run stopped after step 2, once for the module: each test below resumes a copy of it."""
+    out = tmp_path_factory.mktemp("stopped")
+    _train(out, stop=2)
+    return out
+
+
+def _stopped_copy(stopped: Path, out: Path) -> None:
+    shutil.copytree(stopped, out, dirs_exist_ok=True)
+
+
+def test_checkpoints_carry_a_manifest(stopped):
+    assert _logged_steps(stopped) == [1, 2] and _step(stopped / CHECKPOINT_DIR) == 2
+    manifest = json.loads((stopped / CHECKPOINT_DIR / MANIFEST).read_text())
     # accelerate's save_state: weights, optimizer, one RNG file per process; then ours
     assert set(manifest) == {
         "model.safetensors",
@@ -188,7 +219,7 @@ def test_checkpoints_carry_a_manifest(tmp_path):
         "random_states_0.pkl",
         "state.json",
     }
-    assert not list(tmp_path.glob(".checkpoint.*"))  # published by rename, no temp left behind
+    assert not list(stopped.glob(".checkpoint.*"))  # published by rename, no temp left behind
 
 
 def _rewrite_manifest(checkpoint: Path) -> None:
@@ -221,9 +252,9 @@ CHECKPOINT_DAMAGE = {
 
 @pytest.mark.parametrize("damage", CHECKPOINT_DAMAGE)
 def test_a_damaged_checkpoint_is_set_aside_and_the_run_restarts(
-    damage, loop_reference, tmp_path, capsys
+    stopped, damage, loop_reference, tmp_path, capsys
 ):
-    _train(tmp_path, stop=2)
+    _stopped_copy(stopped, tmp_path)
     checkpoint = tmp_path / CHECKPOINT_DIR
     CHECKPOINT_DAMAGE[damage](checkpoint)
     capsys.readouterr()
@@ -237,8 +268,10 @@ def test_a_damaged_checkpoint_is_set_aside_and_the_run_restarts(
     assert _logged_steps(tmp_path) == [1, 2, 3, 4]
 
 
-def test_a_damaged_checkpoint_falls_back_to_a_sound_previous_one(loop_reference, tmp_path, capsys):
-    _train(tmp_path, stop=2)
+def test_a_damaged_checkpoint_falls_back_to_a_sound_previous_one(
+    stopped, loop_reference, tmp_path, capsys
+):
+    _stopped_copy(stopped, tmp_path)
     previous = tmp_path.parent / f"{tmp_path.name}-step2"
     shutil.copytree(tmp_path / CHECKPOINT_DIR, previous)
     _train(tmp_path, stop=3)
@@ -255,9 +288,9 @@ def test_a_damaged_checkpoint_falls_back_to_a_sound_previous_one(loop_reference,
 
 
 def test_a_half_deleted_old_checkpoint_beside_a_sound_one_is_ignored(
-    loop_reference, tmp_path, capsys
+    stopped, loop_reference, tmp_path, capsys
 ):
-    _train(tmp_path, stop=2)
+    _stopped_copy(stopped, tmp_path)
     old = tmp_path / OLD_CHECKPOINT_DIR
     shutil.copytree(tmp_path / CHECKPOINT_DIR, old)
     (old / "model.safetensors").unlink()  # killed during save_checkpoint's final rmtree
@@ -268,8 +301,10 @@ def test_a_half_deleted_old_checkpoint_beside_a_sound_one_is_ignored(
     assert not old.exists()  # removed by the next save, as the interrupted cleanup would have
 
 
-def test_a_half_deleted_old_checkpoint_alone_is_set_aside(loop_reference, tmp_path, capsys):
-    _train(tmp_path, stop=2)
+def test_a_half_deleted_old_checkpoint_alone_is_set_aside(
+    stopped, loop_reference, tmp_path, capsys
+):
+    _stopped_copy(stopped, tmp_path)
     old = tmp_path / OLD_CHECKPOINT_DIR
     (tmp_path / CHECKPOINT_DIR).rename(old)
     (old / "optimizer.bin").unlink()
@@ -282,9 +317,9 @@ def test_a_half_deleted_old_checkpoint_alone_is_set_aside(loop_reference, tmp_pa
 
 
 def test_a_checkpoint_from_before_save_state_is_set_aside_and_the_run_restarts(
-    loop_reference, tmp_path, capsys
+    stopped, loop_reference, tmp_path, capsys
 ):
-    _train(tmp_path, stop=2)
+    _stopped_copy(stopped, tmp_path)
     checkpoint = tmp_path / CHECKPOINT_DIR
     # the earlier layout: the main process's optimizer and RNG states under these names
     (checkpoint / "optimizer.bin").rename(checkpoint / "optimizer.pt")
@@ -301,8 +336,8 @@ def test_a_checkpoint_from_before_save_state_is_set_aside_and_the_run_restarts(
     assert _logged_steps(tmp_path) == [1, 2, 3, 4]
 
 
-def test_a_checkpoint_of_another_process_count_is_refused(tmp_path):
-    _train(tmp_path, stop=2)
+def test_a_checkpoint_of_another_process_count_is_refused(stopped, tmp_path):
+    _stopped_copy(stopped, tmp_path)
     state_file = tmp_path / CHECKPOINT_DIR / "state.json"
     state_file.write_text(json.dumps({**json.loads(state_file.read_text()), "processes": 2}))
     _rewrite_manifest(tmp_path / CHECKPOINT_DIR)
@@ -312,8 +347,8 @@ def test_a_checkpoint_of_another_process_count_is_refused(tmp_path):
         _train(tmp_path)
 
 
-def test_a_torn_last_log_line_is_dropped_on_resume(loop_reference, tmp_path, capsys):
-    _train(tmp_path, stop=2)
+def test_a_torn_last_log_line_is_dropped_on_resume(stopped, loop_reference, tmp_path, capsys):
+    _stopped_copy(stopped, tmp_path)
     with (tmp_path / TRAIN_LOG).open("a") as handle:
         handle.write('{"step": 3, "epoch": 2, "lo')  # killed mid-write
     capsys.readouterr()
@@ -324,7 +359,7 @@ def test_a_torn_last_log_line_is_dropped_on_resume(loop_reference, tmp_path, cap
     assert _same(final, loop_reference)
 
 
-def test_a_damaged_unlearning_run_is_set_aside_and_rerun(tmp_path, capsys):
+def test_a_damaged_unlearning_run_is_set_aside_and_rerun(finished, tmp_path, capsys):
     from forgetbench.methods.base import build_method
     from forgetbench.methods.refusals import REFUSALS
     from forgetbench.modeling.templates import PromptTemplate
@@ -332,7 +367,7 @@ def test_a_damaged_unlearning_run_is_set_aside_and_rerun(tmp_path, capsys):
     from forgetbench.train.unlearn import UNLEARN_FILE, run_unlearning
     from toy import toy_qa
 
-    parent = _stage(tmp_path).model_dir
+    parent = _finished_copy(finished, tmp_path) / "model"
     records = [QARecord(question=q, answer=a) for q, a in toy_qa()]
 
     def unlearn():

@@ -59,23 +59,33 @@ def _unlearn(tiny_study, name, **options):
     )
 
 
+# Methods with a retain term in their miniature options (issue 20's), whose retain probability
+# is compared with gradient ascent's; no other method's is read.
+RETAIN_REGULARISED = (
+    "grad_diff",
+    "kl",
+    "npo",
+    "ngdiff",
+    "altpo",
+    "ce_u",
+    "pdu",
+    "satimp",
+    "undial",
+)
+
+
 @pytest.fixture(scope="module")
 def outcomes(tiny_study):
     run, data, _, finetuned, _ = tiny_study
     forget = load_tofu(data / "tofu", "forget10")
     retain = load_tofu(data / "tofu", "retain90")[:40]
-    before = {
-        "forget": _probability(finetuned.model_dir, forget),
-        "retain": _probability(finetuned.model_dir, retain),
-    }
+    before = {"forget": _probability(finetuned.model_dir, forget)}
     after = {}
     for name in trained_method_names():
         result = _unlearn(tiny_study, name)
-        after[name] = {
-            "forget": _probability(result.model_dir, forget),
-            "retain": _probability(result.model_dir, retain),
-            "result": result,
-        }
+        after[name] = {"forget": _probability(result.model_dir, forget), "result": result}
+        if name in (*RETAIN_REGULARISED, "grad_ascent"):
+            after[name]["retain"] = _probability(result.model_dir, retain)
     return before, after
 
 
@@ -88,8 +98,7 @@ def test_every_method_lowers_forget_probability(outcomes, name):
 
 def test_retain_regularised_methods_keep_more_utility_than_gradient_ascent(outcomes):
     _, after = outcomes
-    # issue 20's methods with their miniature options (each has a retain term there)
-    for name in ("grad_diff", "kl", "npo", "ngdiff", "altpo", "ce_u", "pdu", "satimp", "undial"):
+    for name in RETAIN_REGULARISED:
         assert after[name]["retain"] > after["grad_ascent"]["retain"] + 0.1, (
             name,
             after[name],

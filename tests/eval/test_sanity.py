@@ -106,3 +106,9 @@ def test_sanity_command_on_tiny_models_passes_every_check(tiny_study, capsys):
     assert utilities["random"] == 0.0 < 0.1 <= utilities["pretrained"]
     assert min(utilities["finetuned"], utilities["retain"]) > utilities["pretrained"]
     assert np.isfinite([c["p_value"] for c in result["checks"][: len(KS_CHECKS)]]).all()
+    # Each model's evaluation is TOFU's alone, which the checks read: no other task's scores.
+    summaries = list((run / "eval").glob("sanity-*/**/summary.json"))
+    assert len(summaries) == 5
+    for summary in summaries:
+        scores = json.loads(summary.read_text())["scores"]
+        assert not [k for k in scores if k.startswith(("probes/", "formats/", "lume/", "mia/"))]

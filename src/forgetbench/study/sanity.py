@@ -65,7 +65,10 @@ def sanity_study(
     models = sanity_models(mini)
     study = Study(mini.data, models["finetuned"], models["pretrained"], {"forget10": models["retain"]},
                   mini.template, mini.max_length, mini.unlearn_defaults(), benchmark="mini")  # fmt: skip
-    tofu_only = eval_config.model_copy(update={"formats": False, "mia": False, "lume": False})
+    # The checks read TOFU's logs and model utility alone.
+    tofu_only = eval_config.model_copy(
+        update={"formats": False, "mia": False, "lume": False, "probes": False}
+    )
     logs, utilities = {}, {}
     for role, model_dir in models.items():
         evaluated = evaluate_cached(

@@ -138,3 +138,22 @@ def test_lm_eval_missing_or_the_option_elsewhere_is_one_sentence(
               "eval.rwku_utility=lm_eval"], capsys, "does not use eval.rwku_utility")  # fmt: skip
     _refused(["run", "--benchmark", "rwku", "eval.rwku_utility=lm_eval"], capsys,
              "does not use eval.rwku_utility")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_LM_EVAL, reason="lm-eval is not installed (the dev extra has it)")
+def test_lm_eval_tasks_run_beside_a_document_benchmarks_own_scores(world, tmp_path, capsys):
+    # WMDP's papers report MMLU beside WMDP accuracy: eval.lm_eval_tasks on `forgetbench eval
+    # --benchmark wmdp` measures it (it was accepted and never run).
+    model, _, tasks, _ = world
+    data = tmp_path / "wmdp"
+    write_released(data, "wmdp", scale="tiny")
+    out = tmp_path / "out"
+    argv = ["eval", "--benchmark", "wmdp", "--model", str(model), "--data", str(data), "--out",
+            str(out), "eval.max_length=256", "eval.lm_eval_tasks=[mmlu]",
+            f"eval.lm_eval_include_path={tasks}", "--no-progress", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["scores"]
+    assert round(scores["lm_eval/mmlu/acc"] * 5, 6) == round(scores["lm_eval/mmlu/acc"] * 5)
+    assert isinstance(scores["wmdp/all"], float)
+    assert json.loads((out / "summary.json").read_text())["scores"] == scores

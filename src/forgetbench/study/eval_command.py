@@ -29,6 +29,7 @@ from forgetbench.study.evaluate import (
     document_extension,
     eval_extension,
     evaluate_cached,
+    lm_eval_scores,
     read_reference,
     require_eval_files,
 )
@@ -74,6 +75,9 @@ def eval_command(
         chosen = documents.eval_sets(Path(data), config) if documents.eval_sets else []
         if "rwku_utility" in documents.eval_options and config.eval.rwku_utility == "lm_eval":
             extend = with_lm_eval_utility(extend, model, config)
+        if config.eval.lm_eval_tasks:
+            # Measured once, before any set is scored (the model's, the same for every set).
+            extend = _with_scores(extend, lm_eval_scores(model, config))
         # What the scores were measured on, wherever the folder lies: a study given this
         # evaluation as its retain log checks it is of the study's data (`retain_summary`).
         info["data_digest"] = documents.digest(Path(data))
@@ -133,10 +137,14 @@ def with_lm_eval_utility(extend: Extension, model: str, config: RunConfig) -> Ex
     before any work, and one run serves every set (utility does not depend on the target)."""
     from forgetbench.eval.rwku_utility import lm_eval_rwku_utility
 
-    utility = lm_eval_rwku_utility(model, config)
+    return _with_scores(extend, lm_eval_rwku_utility(model, config))
+
+
+def _with_scores(extend: Extension, added: dict[str, Any]) -> Extension:
+    """`extend`, adding the scores `added` (the model's, measured once) to each set's."""
 
     def extended(log: Any, scores: dict[str, Any]) -> dict[str, Any]:
-        return {**extend(log, scores), **utility}
+        return {**extend(log, scores), **added}
 
     return extended
 

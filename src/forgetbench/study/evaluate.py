@@ -116,6 +116,23 @@ def read_reference(retain_log: str | Path | None) -> Reference:
     return read_eval_log(retain_log), summary_scores(retain_log)
 
 
+def lm_eval_scores(model: str, config: RunConfig) -> dict[str, float]:
+    """`eval.lm_eval_tasks` on the model folder `model`, as `lm_eval/{task}/{metric}` scores."""
+    # lm-eval is an optional dependency, imported only when its tasks are asked for.
+    from forgetbench.eval.lmeval import lm_eval_utility
+
+    utility = lm_eval_utility(
+        model,
+        config.eval.lm_eval_tasks,
+        batch_size=config.eval.batch_size,
+        apply_chat_template=config.eval.lm_eval_chat_template,
+        dtype=config.model.dtype,
+        trust_remote_code=config.model.trust_remote_code,
+        include_path=config.eval.lm_eval_include_path,
+    )
+    return {f"lm_eval/{key}": value for key, value in utility.items()}
+
+
 def eval_extension(config: RunConfig, model: str | None, reference: Reference) -> Extension:
     """What `forgetbench eval` adds to a model's own scores: forget quality and privleak against
     the retain model's `reference`, lm-eval utility (of the model folder `model`; None when the
@@ -132,19 +149,7 @@ def eval_extension(config: RunConfig, model: str | None, reference: Reference) -
             log, scores, reference_log, reference_scores, form=config.eval.truth_ratio_form
         )
         if config.eval.lm_eval_tasks:
-            # lm-eval is an optional dependency, imported only when its tasks are asked for.
-            from forgetbench.eval.lmeval import lm_eval_utility
-
-            utility = lm_eval_utility(
-                str(model),
-                config.eval.lm_eval_tasks,
-                batch_size=config.eval.batch_size,
-                apply_chat_template=config.eval.lm_eval_chat_template,
-                dtype=config.model.dtype,
-                trust_remote_code=config.model.trust_remote_code,
-                include_path=config.eval.lm_eval_include_path,
-            )
-            added.update({f"lm_eval/{key}": value for key, value in utility.items()})
+            added.update(lm_eval_scores(str(model), config))
         # LUME's final score with MMLU as utility, now that lm-eval may have measured it.
         added.update(lume_final_scores({**scores, **added}, given_mmlu=config.eval.lume_mmlu))
         return added

@@ -144,6 +144,10 @@ REFUSED = {
         ["run", "--model", "m", "--data", "d", "study.mia_shadow_models={forget05: [/no/s0.json]}"],
         "study.mia_shadow_models.forget05: '/no/s0.json' does not exist",
     ),
+    "run lm_eval_tasks": (
+        ["run", "--scale", "tiny", "eval.lm_eval_tasks=[mmlu]"],
+        "forgetbench run does not use eval.lm_eval_tasks: run scores utility on its own sets",
+    ),
     "eval lm_eval_include_path missing": (
         [
             "eval",

@@ -185,6 +185,15 @@ UNUSED_WITH_A_MODEL["run"]["eval.mia_shadows"] = (
 )
 
 
+# lm-eval's tasks are one model's utility, which `forgetbench eval` measures; a study, a sweep
+# and the sanity checks score utility on their own sets.
+for _command in ("run", "sweep", "sanity"):
+    for _option in ("lm_eval_tasks", "lm_eval_chat_template", "lm_eval_include_path"):
+        UNUSED[_command][f"eval.{_option}"] = (
+            f"{_command} scores utility on its own sets; lm-eval's tasks score one model "
+            "with 'forgetbench eval --model FOLDER ... eval.lm_eval_tasks=[...]'"
+        )
+
 # rwku.* is read by the RWKU study alone (docs/rwku.md): every other command refuses it.
 for _command, _unused in UNUSED.items():
     _unused.setdefault("rwku", "rwku.* is for the RWKU study ('forgetbench run --benchmark rwku')")

@@ -564,6 +564,11 @@ def test_the_rwku_study_unlearns_each_target_from_the_pretrained_base(rwku_study
         # before every prompt, under an evaluation key of its own.
         icu = [r for r in rows if r["split"] == split and r["method"] == "icu"]
         assert icu == [found["icu"]] and icu[0]["log"] == f"logs/{split}/icu/step-0"
+        # It trains nothing: its row records its instruction's options, no unlearning loop's.
+        assert not [k for k in icu[0] if k.startswith("settings/unlearn_")]
+        assert any(k.startswith("settings/method.") for k in icu[0])
+        npo = next(r for r in rows if r["split"] == split and r["method"] == "npo")
+        assert npo["settings/unlearn_lr"] > 0
         forget = ("rwku/forget_fb", "rwku/forget_qa", "rwku/forget_aa", "rwku/mia_fm/loss")
         assert [icu[0][k] for k in forget] != [original[k] for k in forget]
         summaries = [json.loads((run / r["log"] / "summary.json").read_text())

@@ -17,7 +17,13 @@ from forgetbench.data.chunks import text_chunks
 from forgetbench.data.tofu import load_tofu
 from forgetbench.errors import DataError
 from forgetbench.eval.runner import tofu_root
-from forgetbench.methods.base import UnlearnMethod, build_method, get_method, method_options
+from forgetbench.methods.base import (
+    UnlearnMethod,
+    build_method,
+    get_method,
+    method_options,
+    trains,
+)
 from forgetbench.methods.plugins import method_source
 from forgetbench.methods.refusals import load_refusals
 from forgetbench.modeling.loading import load_tokenizer
@@ -183,10 +189,24 @@ def run_settings(
     results.csv column each): the unlearning preset, the loop's learning rate, epochs and
     batch size, every option of the method (`settings/method.<option>`) and, for a method of the
     user's file, a digest of that file. The config a study records holds what the user set
-    (`unlearn.lr: null` when the preset's applies); these are the values in force."""
+    (`unlearn.lr: null` when the preset's applies); these are the values in force. An instructed
+    method (icu) trains nothing: its row records its own options, no loop's."""
     config, loop, method = resolved_run(study, config, name, seed)
-    settings: dict[str, Any] = {
-        **finetune_settings(study),
+    settings: dict[str, Any] = finetune_settings(study)
+    if trains(method):
+        settings.update(loop_settings(config, loop, study))
+    for key, value in dataclasses.asdict(method).items():  # type: ignore[call-overload]
+        plain = value is None or isinstance(value, str | int | float | bool)
+        settings[f"{SETTINGS}method.{key}"] = value if plain else json.dumps(value)
+    source = method_source(type(method))
+    if source is not None:
+        settings[f"{SETTINGS}plugin_digest"] = source
+    return settings
+
+
+def loop_settings(config: RunConfig, loop: LoopConfig, study: Study) -> dict[str, Any]:
+    """The unlearning loop's settings in force, as a results row records them."""
+    return {
         f"{SETTINGS}unlearn_preset": config.unlearn.preset or study.unlearn_preset,
         f"{SETTINGS}unlearn_lr": loop.lr,
         f"{SETTINGS}unlearn_epochs": loop.epochs,
@@ -199,13 +219,6 @@ def run_settings(
             else {}
         ),
     }
-    for key, value in dataclasses.asdict(method).items():  # type: ignore[call-overload]
-        plain = value is None or isinstance(value, str | int | float | bool)
-        settings[f"{SETTINGS}method.{key}"] = value if plain else json.dumps(value)
-    source = method_source(type(method))
-    if source is not None:
-        settings[f"{SETTINGS}plugin_digest"] = source
-    return settings
 
 
 def unlearn_split(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import os
 import socket
 import sys
@@ -17,6 +16,7 @@ from forgetbench.errors import ConfigError, DataError
 from forgetbench.eval.lmeval import _unknown, lm_eval_utility
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.loading import save_model
+from lm_eval_tasks import QUESTIONS, local_source, multiple_choice_task, write_questions
 from toy import toy_tokenizer
 
 HAVE_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
@@ -24,24 +24,8 @@ CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
-# Real public facts, as in the miniature's background sets; answers are several tokens long for the
-# toy tokenizer, so lm-eval's one-token logits cache cannot fold the four choices into one row.
-QUESTIONS = [
-    ("Which planet is known as the Red Planet?", ["Mars", "Venus", "Jupiter", "Saturn"], 0),
-    ("What is the chemical symbol for gold?", ["Ag", "Au", "Gd", "Go"], 1),
-    ("Which ocean is the largest?", ["Atlantic", "Indian", "Pacific", "Arctic"], 2),
-    ("Who wrote Hamlet?", ["Dickens", "Austen", "Tolstoy", "Shakespeare"], 3),
-    ("What is the capital of Japan?", ["Tokyo", "Osaka", "Kyoto", "Nagoya"], 0),
-]
-TASK_YAML = """\
-task: {name}
-{source}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: answer
-metric_list:
+# acc and acc_norm, each aggregated by the mean, higher better.
+METRICS = """\
   - metric: acc
     aggregation: mean
     higher_is_better: true
@@ -84,14 +68,11 @@ def world(tmp_path_factory):
     chat = save_model(model, tokenizer, root / "chat")
     tasks = root / "tasks"
     tasks.mkdir()
-    data = tasks / "facts.jsonl"
-    rows = [{"question": q, "choices": c, "answer": a} for q, c, a in QUESTIONS]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    local = f"dataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {data}"
-    (tasks / "toy_facts_mc.yaml").write_text(TASK_YAML.format(name="toy_facts_mc", source=local))
+    local = local_source(write_questions(tasks / "facts.jsonl"))
+    (tasks / "toy_facts_mc.yaml").write_text(multiple_choice_task("toy_facts_mc", local, METRICS))
     # The same task reading from the Hub (an id nobody has cached), as MMLU does.
     hub = "dataset_path: forgetbench-tests/no-such-dataset"
-    (tasks / "hub_facts_mc.yaml").write_text(TASK_YAML.format(name="hub_facts_mc", source=hub))
+    (tasks / "hub_facts_mc.yaml").write_text(multiple_choice_task("hub_facts_mc", hub, METRICS))
     return chat, base, tasks
 
 

@@ -17,6 +17,7 @@ from forgetbench.errors import ConfigError
 from forgetbench.eval.runner import evaluation_key
 from forgetbench.eval.tasks.lume import check_utility_options, lume_final_scores
 from forgetbench.metrics.lume import MMLU_THRESHOLD
+from lm_eval_tasks import local_source, multiple_choice_task, write_questions
 
 HAVE_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
 LUME = {"lume/task_aggregate": 0.5, "lume/mia_score": 0.8}
@@ -92,25 +93,6 @@ def test_run_refuses_one_models_mmlu(capsys):
     assert "eval.lume_mmlu is one model's MMLU accuracy" in capsys.readouterr().err
 
 
-# A local multiple-choice task named `mmlu`, so lm-eval reports `mmlu/acc` offline. Its four
-# choices are the same text: every choice has the same log-likelihood and lm-eval's argmax takes
-# the first, so a question counts as right exactly when its answer is 0. One of five: acc 0.2.
-MMLU_YAML = """\
-task: mmlu
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: answer
-metric_list:
-  - metric: acc
-"""
-
-
 @pytest.mark.slow
 def test_eval_combines_a_measured_mmlu_and_warns(shared_data, tmp_path, capsys):
     if not HAVE_LM_EVAL:
@@ -153,10 +135,13 @@ def test_eval_combines_a_measured_mmlu_and_warns(shared_data, tmp_path, capsys):
         )
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    questions = [{"question": f"Fact {i}?", "choices": ["Oslo"] * 4, "answer": int(i > 0)}
-                 for i in range(5)]  # fmt: skip
-    (tasks / "mmlu.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
-    (tasks / "mmlu.yaml").write_text(MMLU_YAML.format(data=tasks / "mmlu.jsonl"))
+    # A local multiple-choice task named `mmlu`, so lm-eval reports `mmlu/acc` offline. Its four
+    # choices are the same text: every choice has the same log-likelihood and lm-eval's argmax
+    # takes the first, so a question counts as right exactly when its answer is 0. One of five:
+    # acc 0.2.
+    questions = [(f"Fact {i}?", ["Oslo"] * 4, int(i > 0)) for i in range(5)]
+    data = write_questions(tasks / "mmlu.jsonl", questions)
+    (tasks / "mmlu.yaml").write_text(multiple_choice_task("mmlu", local_source(data)))
     tokenizer = train_tokenizer(texts + ["Question: Fact 0?\nAnswer: Oslo"], vocab_size=400)
     model = save_model(build_tiny_model(tokenizer, seed=0), tokenizer, tmp_path / "model")
 

@@ -16,27 +16,10 @@ from forgetbench.benchmarks.mini.released import write_released
 from forgetbench.cli import main
 from forgetbench.modeling.builtin import build_tiny_model
 from forgetbench.modeling.loading import save_model
+from lm_eval_tasks import local_source, multiple_choice_task, write_questions
 from toy import toy_tokenizer
 
 HAVE_LM_EVAL = importlib.util.find_spec("lm_eval") is not None
-QUESTIONS = [
-    ("Which planet is known as the Red Planet?", ["Mars", "Venus", "Jupiter", "Saturn"], 0),
-    ("What is the chemical symbol for gold?", ["Ag", "Au", "Gd", "Go"], 1),
-    ("Which ocean is the largest?", ["Atlantic", "Indian", "Pacific", "Arctic"], 2),
-    ("Who wrote Hamlet?", ["Dickens", "Austen", "Tolstoy", "Shakespeare"], 3),
-    ("What is the capital of Japan?", ["Tokyo", "Osaka", "Kyoto", "Nagoya"], 0),
-]
-
-MC = """task: {name}
-{source}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: answer
-metric_list:
-  - metric: acc
-"""
 GENERATE = """task: {name}
 {source}
 test_split: test
@@ -49,7 +32,8 @@ generation_kwargs:
 metric_list:
   - metric: exact_match
 """
-TASKS = {"mmlu": MC, "bbh": GENERATE, "truthfulqa_mc2": MC, "triviaqa": GENERATE}
+GENERATED = ("bbh", "triviaqa")  # the others multiple choice
+TASKS = ("mmlu", "bbh", "truthfulqa_mc2", "triviaqa")
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +44,20 @@ def world(tmp_path_factory):
     model = save_model(build_tiny_model(tokenizer, seed=0), tokenizer, root / "model")
     data = root / "Target"
     write_released(data, "rwku", scale="tiny")
-    rows = "".join(
-        json.dumps({"question": q, "choices": c, "answer": a}) + "\n" for q, c, a in QUESTIONS
-    )
-    (root / "facts.jsonl").write_text(rows)
-    local = f"dataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {root / 'facts.jsonl'}"
+    local = local_source(write_questions(root / "facts.jsonl"))
     folders = {}
     for kind in ("local", "hub"):
         folder = folders[kind] = root / kind
         folder.mkdir()
-        for name, text in TASKS.items():
+        for name in TASKS:
             hub = kind == "hub" and name == "mmlu"  # an id nobody has cached, as cais/mmlu offline
             source = "dataset_path: forgetbench-tests/no-such-mmlu" if hub else local
-            (folder / f"{name}.yaml").write_text(text.format(name=name, source=source))
+            text = (
+                GENERATE.format(name=name, source=source)
+                if name in GENERATED
+                else multiple_choice_task(name, source)
+            )
+            (folder / f"{name}.yaml").write_text(text)
     return model, data, folders["local"], folders["hub"]
 
 
